@@ -1,0 +1,218 @@
+"""The one seam between an implementation and every test that checks it.
+
+Self-checks, hidden suites and the grader never call student code directly. They call
+an *adapter* by name with plain data (NumPy arrays, numbers, strings, lists, dicts) and
+get plain data back. The same adapter runs against:
+
+* a student's notebook definitions, in the student's own process (the self-check);
+* the reference implementations, in the grader's process (the expected values);
+* a submission inside an isolated worker process, whose plain answer is sent back and
+  compared in the grader's process, so student code never judges itself.
+
+Every adapter takes ``ns`` (a mapping from names to the implementation's definitions)
+and keyword arguments. Contract for arrays crossing the seam:
+
+* inputs are NumPy arrays of the dtype the test wants (float32 for modules, whose
+  parameters are float32; float64 where precision matters); for torch exercises they
+  become tensors of the same dtype, bool arrays become bool tensors;
+* every output is described by :func:`describe`, which records what the student
+  returned (tensor, ndarray, number, tuple) as well as its values;
+* the inputs are copied before the call and returned as ``inputs_after``, so a test can
+  see whether the implementation modified its arguments in place.
+
+Module weight layout: parameters are addressed by their ``named_parameters()`` names
+(``W_query``, ``W_key``, ``W_value``, ``out_proj.weight`` ...), and ``state`` loads
+values into them by those names before the forward pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+Namespace = Mapping[str, Any]
+
+
+class MissingDefinition(KeyError):
+    """The implementation does not define a name the exercise asks for."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"{self.name} is not defined"
+
+
+def lookup(ns: Namespace, name: str) -> Any:
+    try:
+        return ns[name]
+    except KeyError:
+        raise MissingDefinition(name) from None
+
+
+def describe(obj: Any) -> dict[str, Any]:
+    """A plain description of a value an implementation returned."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        data = obj.detach().cpu()
+        if data.dtype == torch.bfloat16:
+            data = data.float()
+        return {
+            "kind": "tensor",
+            "dtype": str(obj.dtype).removeprefix("torch."),
+            "array": np.array(data.numpy(), copy=True),
+        }
+    if isinstance(obj, np.ndarray):
+        return {"kind": "ndarray", "dtype": str(obj.dtype), "array": np.array(obj, copy=True)}
+    if isinstance(obj, bool | int | float | np.number | np.bool_):
+        return {"kind": "number", "dtype": type(obj).__name__, "array": np.asarray(obj)}
+    if isinstance(obj, tuple | list):
+        return {"kind": "sequence", "items": [describe(item) for item in obj]}
+    if obj is None:
+        return {"kind": "none"}
+    return {"kind": "other", "type": type(obj).__name__}
+
+
+def to_torch(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.array(value, copy=True))
+    return value
+
+
+def call_function(
+    ns: Namespace,
+    name: str,
+    args: list[Any],
+    kwargs: dict[str, Any] | None = None,
+    framework: str = "numpy",
+) -> dict[str, Any]:
+    """Call function ``name`` with ``args``; arrays become tensors when framework == "torch"."""
+    function = lookup(ns, name)
+    convert: Callable[[Any], Any] = to_torch if framework == "torch" else _copy_array
+    call_args = [convert(a) for a in args]
+    call_kwargs = {k: convert(v) for k, v in (kwargs or {}).items()}
+    out = function(*call_args, **call_kwargs)
+    return {"out": describe(out), "inputs_after": [_plain_array(a) for a in call_args]}
+
+
+def run_module(
+    ns: Namespace,
+    name: str,
+    init_args: list[Any],
+    inputs: list[Any],
+    init_kwargs: dict[str, Any] | None = None,
+    seed: int = 0,
+    state: dict[str, np.ndarray] | None = None,
+    train: bool = False,
+    forward_seed: int | None = None,
+    grad_output: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """Build module ``name``, optionally load ``state``, run forward (and backward).
+
+    ``seed`` seeds torch before construction, so implementations that create their
+    parameters in the documented order get the documented values. ``grad_output``
+    (same shape as the output, or the first output when forward returns a tuple)
+    triggers ``backward`` and returns each parameter's gradient under ``grads``.
+    """
+    import torch
+
+    torch.manual_seed(seed)
+    module = lookup(ns, name)(*init_args, **(init_kwargs or {}))
+    if state:
+        load_state(module, state)
+    module.train(train)
+    tensors = [to_torch(x) for x in inputs]
+    if forward_seed is not None:
+        torch.manual_seed(forward_seed)
+    with torch.set_grad_enabled(grad_output is not None):
+        out = module(*tensors)
+        grads: dict[str, Any] = {}
+        if grad_output is not None:
+            first = out[0] if isinstance(out, tuple | list) else out
+            (first * to_torch(grad_output)).sum().backward()
+            grads = {
+                n: None if p.grad is None else p.grad.detach().numpy().copy()
+                for n, p in module.named_parameters()
+            }
+    return {
+        "out": describe(out),
+        "params": {n: p.detach().numpy().copy() for n, p in module.named_parameters()},
+        "buffers": {n: b.detach().numpy().copy() for n, b in module.named_buffers()},
+        "grads": grads,
+        "inputs_after": [_plain_array(t) for t in tensors],
+    }
+
+
+def load_state(module: Any, state: Mapping[str, np.ndarray]) -> None:
+    """Copy arrays into a module's parameters by name, checking each name and shape."""
+    import torch
+
+    params = dict(module.named_parameters())
+    with torch.no_grad():
+        for name, value in state.items():
+            if name not in params:
+                known = ", ".join(params) or "none"
+                raise MissingDefinition(f"parameter {name} (the module's parameters: {known})")
+            target = params[name]
+            if tuple(target.shape) != value.shape:
+                raise ValueError(
+                    f"parameter {name} has shape {tuple(target.shape)}, expected {value.shape}"
+                )
+            target.copy_(torch.from_numpy(np.array(value, copy=True)))
+
+
+def transfer_weights(ns: Namespace, d_in: int, d_out: int, seed: int = 0) -> dict[str, Any]:
+    """Build a v2 and a v1, call ``copy_v2_weights_into_v1(v2, v1)``, return both states."""
+    import torch
+
+    torch.manual_seed(seed)
+    v2 = lookup(ns, "SelfAttention_v2")(d_in, d_out)
+    v1 = lookup(ns, "SelfAttention_v1")(d_in, d_out)
+    returned = lookup(ns, "copy_v2_weights_into_v1")(v2, v1)
+    return {
+        "v1": {n: p.detach().numpy().copy() for n, p in v1.named_parameters()},
+        "v2": {n: p.detach().numpy().copy() for n, p in v2.named_parameters()},
+        "returned_v1": returned is v1,
+    }
+
+
+def parameter_shapes(
+    ns: Namespace, name: str, init_args: list[Any], init_kwargs: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Build module ``name`` and list its parameters' shapes (no forward pass)."""
+    module = lookup(ns, name)(*init_args, **(init_kwargs or {}))
+    return {"shapes": {n: list(p.shape) for n, p in module.named_parameters()}}
+
+
+def get_value(ns: Namespace, name: str) -> dict[str, Any]:
+    """The value of a constant the student defines (a number they worked out)."""
+    return {"out": describe(lookup(ns, name))}
+
+
+def _copy_array(value: Any) -> Any:
+    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+
+
+def _plain_array(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().numpy().copy()
+    if isinstance(value, np.ndarray):
+        return np.array(value, copy=True)
+    return None
+
+
+ADAPTERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "call_function": call_function,
+    "run_module": run_module,
+    "transfer_weights": transfer_weights,
+    "parameter_shapes": parameter_shapes,
+    "get_value": get_value,
+}

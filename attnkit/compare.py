@@ -1,0 +1,179 @@
+"""Compare what an implementation returned with what it should have, in stages.
+
+The first stage that fails produces the message, so the student hears about the most
+basic problem first:
+
+1. kind    - a torch.Tensor where a tensor is expected, an ndarray for NumPy exercises
+2. shape   - with the expected shape spelled out
+3. dtype
+4. finite  - NaN or inf where the expected values are finite
+5. values  - the largest absolute difference, where it is, and a few numbers around it
+
+Messages show at most a handful of numbers: enough to act on, never a whole expected
+tensor that could be copied into a solution.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class CheckFailed(AssertionError):
+    """A check's verdict: what is wrong, and (optionally) a hint about why."""
+
+    def __init__(self, message: str, hint: str | None = None, stage: str = "values") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.stage = stage
+
+
+KIND_NAMES = {
+    "tensor": "a torch.Tensor",
+    "ndarray": "a NumPy array",
+    "number": "a number",
+    "sequence": "a tuple",
+    "none": "None",
+}
+
+
+def kind_name(value: dict[str, Any]) -> str:
+    return KIND_NAMES.get(value["kind"], f"a {value.get('type', value['kind'])}")
+
+
+def expect_kind(value: dict[str, Any], kind: str, what: str = "the output") -> None:
+    if value["kind"] != kind:
+        hint = None
+        if value["kind"] == "none":
+            hint = "Did you forget a `return` statement?"
+        elif kind == "tensor" and value["kind"] == "ndarray":
+            hint = "Stay in PyTorch: use torch operations so the result stays a tensor."
+        raise CheckFailed(
+            f"{what} is {kind_name(value)}, expected {KIND_NAMES[kind]}", hint, stage="kind"
+        )
+
+
+def expect_shape(
+    value: dict[str, Any],
+    shape: tuple[int, ...],
+    *,
+    kind: str | None = None,
+    what: str = "the output",
+) -> np.ndarray:
+    """Kind and shape only: for checks that compare parts of the result separately."""
+    if kind is not None:
+        expect_kind(value, kind, what)
+    if "array" not in value:
+        raise CheckFailed(f"{what} is {kind_name(value)}, expected an array", stage="kind")
+    if value["array"].shape != tuple(shape):
+        raise CheckFailed(
+            f"{what} has shape {list(value['array'].shape)}, expected {list(shape)}", stage="shape"
+        )
+    return value["array"]
+
+
+def part(value: dict[str, Any], index: Any) -> dict[str, Any]:
+    """The same description with only ``array[index]`` kept (the whole value if not an array)."""
+    if "array" not in value or value["array"].ndim == 0:
+        return value
+    return {**value, "array": value["array"][index]}
+
+
+def pair(value: dict[str, Any], what: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two items of a returned (output, weights) pair."""
+    if value["kind"] != "sequence" or len(value["items"]) != 2:
+        raise CheckFailed(
+            f"{what} should return a pair (output, weights), but returned {kind_name(value)}",
+            stage="kind",
+        )
+    return value["items"][0], value["items"][1]
+
+
+def expect_array(
+    value: dict[str, Any],
+    expected: np.ndarray,
+    *,
+    kind: str | None = None,
+    what: str = "the output",
+    atol: float = 1e-5,
+    rtol: float = 1e-4,
+    check_dtype: bool = True,
+) -> np.ndarray:
+    """Run every stage for one returned array; return the array when it passes."""
+    expected = np.asarray(expected)
+    if kind is not None:
+        expect_kind(value, kind, what)
+    if "array" not in value:
+        raise CheckFailed(f"{what} is {kind_name(value)}, expected an array", stage="kind")
+    got = value["array"]
+    if got.shape != expected.shape:
+        raise CheckFailed(
+            f"{what} has shape {list(got.shape)}, expected {list(expected.shape)}",
+            stage="shape",
+        )
+    if check_dtype and got.dtype != expected.dtype:
+        raise CheckFailed(f"{what} has dtype {got.dtype}, expected {expected.dtype}", stage="dtype")
+    if expected.dtype == bool or got.dtype == bool:
+        wrong = np.argwhere(got.astype(bool) != expected.astype(bool))
+        if len(wrong):
+            at = tuple(int(i) for i in wrong[0])
+            raise CheckFailed(
+                f"{what} is wrong at {len(wrong)} of {got.size} positions, first at "
+                f"{list(at)}: expected {bool(expected[at])}, got {bool(got[at])}"
+            )
+        return got
+    expected_finite = np.isfinite(expected)
+    got_bad = ~np.isfinite(got) & expected_finite
+    if got_bad.any():
+        at = tuple(int(i) for i in np.argwhere(got_bad)[0])
+        raise CheckFailed(
+            f"{what} contains {int(got_bad.sum())} NaN/inf value(s) where finite numbers are "
+            f"expected, first at {list(at)} (got {got[at]})",
+            "NaN usually comes from exp() overflowing or from -inf minus -inf.",
+            stage="finite",
+        )
+    got64, expected64 = got.astype(np.float64), expected.astype(np.float64)
+    same_infinities = np.array_equal(got64[~expected_finite], expected64[~expected_finite])
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf where both are -inf
+        diff = np.where(expected_finite, np.abs(got64 - expected64), 0.0)
+    tolerance = atol + rtol * np.abs(np.where(expected_finite, expected64, 0.0))
+    if (diff > tolerance).any() or not same_infinities:
+        if not same_infinities:
+            at = tuple(int(i) for i in np.argwhere(~expected_finite & (got64 != expected64))[0])
+        else:
+            at = tuple(int(i) for i in np.unravel_index(np.argmax(diff - tolerance), diff.shape))
+        raise CheckFailed(
+            f"{what} has wrong values: largest difference {diff.max():.4g} at {list(at)} "
+            f"(expected {_fmt(expected64[at])}, got {_fmt(got64[at])}); "
+            f"near there, expected {_window(expected64, at)} got {_window(got64, at)}"
+        )
+    return got
+
+
+def expect_unchanged(before: np.ndarray, after: np.ndarray | None, what: str) -> None:
+    """The implementation must not modify its inputs in place."""
+    if after is not None and not np.array_equal(before, after, equal_nan=True):
+        raise CheckFailed(
+            f"{what} was modified in place",
+            "Build new arrays instead of writing into the input (avoid `x -= ...`, "
+            "`x[...] = ...`, `masked_fill_`).",
+            stage="mutation",
+        )
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _window(array: np.ndarray, at: tuple[int, ...], width: int = 2) -> str:
+    """Up to 2*width+1 neighbours of ``at`` along the last axis."""
+    if array.ndim == 0:
+        return f"[{_fmt(float(array))}]"
+    last = at[-1]
+    lo, hi = max(0, last - width), min(array.shape[-1], last + width + 1)
+    row = array[at[:-1]][lo:hi]
+    prefix = "[..., " if lo > 0 else "["
+    suffix = ", ...]" if hi < array.shape[-1] else "]"
+    return prefix + ", ".join(_fmt(v) for v in row) + suffix

@@ -1,0 +1,48 @@
+"""An *implementation* is anything that can answer adapter calls.
+
+The self-check and the hidden suites talk to implementations only through
+``impl.run(adapter, **kwargs)``, so a test does not care whether the code runs in this
+process (a notebook's definitions, the references, a catalogued mistake) or in an
+isolated worker (a submission being graded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from .adapters import ADAPTERS
+from .forbidden import tripwires
+
+
+class Implementation(Protocol):
+    label: str
+
+    def run(
+        self, adapter: str, *, forbidden: tuple[str, ...] = (), **kwargs: Any
+    ) -> dict[str, Any]: ...
+
+
+class LocalImplementation:
+    """Definitions living in this process, e.g. a notebook's namespace or a reference module.
+
+    Exceptions raised by the implementation propagate unchanged; ``forbidden_used`` in
+    the result lists the forbidden calls made during the call.
+    """
+
+    def __init__(self, namespace: Mapping[str, Any], label: str = "implementation") -> None:
+        self.namespace = namespace
+        self.label = label
+
+    def run(
+        self, adapter: str, *, forbidden: tuple[str, ...] = (), **kwargs: Any
+    ) -> dict[str, Any]:
+        with tripwires(forbidden) as used:
+            result = ADAPTERS[adapter](self.namespace, **kwargs)
+        result["forbidden_used"] = sorted(set(used))
+        return result
+
+
+def namespace_of(module: Any) -> dict[str, Any]:
+    """A module's public names as a namespace."""
+    return {name: getattr(module, name) for name in dir(module) if not name.startswith("__")}

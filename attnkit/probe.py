@@ -1,0 +1,75 @@
+"""A probe runs one exercise of one implementation through the adapters.
+
+It fills in what every call needs (the exercise's name, its framework, its forbidden
+calls) and turns a forbidden call into a failed check, so tests read as plain intent:
+
+    out = probe.call(x, axis=0)["out"]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .assignments import Exercise
+from .compare import CheckFailed
+from .implementation import Implementation
+
+
+class Probe:
+    def __init__(self, impl: Implementation, exercise: Exercise, framework: str) -> None:
+        self.impl = impl
+        self.exercise = exercise
+        self.framework = framework
+
+    def _run(self, adapter: str, **kwargs: Any) -> dict[str, Any]:
+        result = self.impl.run(adapter, forbidden=self.exercise.forbidden, **kwargs)
+        used = result.get("forbidden_used") or []
+        if used:
+            raise CheckFailed(
+                f"{self.exercise.name} calls {', '.join(used)}, which this exercise asks "
+                "you to write yourself",
+                "Build it from the basic operations the lesson shows.",
+                stage="forbidden",
+            )
+        return result
+
+    def call(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Call the exercise's function with arrays (converted for torch exercises)."""
+        return self._run(
+            "call_function",
+            name=self.exercise.name,
+            args=list(args),
+            kwargs=kwargs,
+            framework=self.framework,
+        )
+
+    def module(
+        self,
+        init_args: list[Any],
+        inputs: list[np.ndarray],
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """Build the exercise's module and run it (see adapters.run_module)."""
+        return self._run(
+            "run_module", name=self.exercise.name, init_args=init_args, inputs=inputs, **kwargs
+        )
+
+    def parameter_shapes(self, init_args: list[Any], **init_kwargs: Any) -> dict[str, list[int]]:
+        return self._run(
+            "parameter_shapes",
+            name=self.exercise.name,
+            init_args=init_args,
+            init_kwargs=init_kwargs,
+        )["shapes"]
+
+    def sibling(self, exercise: Exercise) -> Probe:
+        """A probe for another exercise of the same implementation."""
+        return Probe(self.impl, exercise, self.framework)
+
+    def value(self) -> dict[str, Any]:
+        return self._run("get_value", name=self.exercise.name)
+
+    def transfer(self, d_in: int, d_out: int, seed: int = 0) -> dict[str, Any]:
+        return self._run("transfer_weights", d_in=d_in, d_out=d_out, seed=seed)

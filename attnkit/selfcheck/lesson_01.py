@@ -1,0 +1,108 @@
+"""Visible checks for lesson 1, attention from scratch in NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..compare import expect_array, expect_unchanged, pair
+from ..probe import Probe
+from .registry import visible
+
+SLUG = "01_numpy_attention"
+RNG = np.random.default_rng(2024)
+
+
+def torch_softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    return torch.softmax(torch.from_numpy(x), dim=axis).numpy()
+
+
+@visible(SLUG, "softmax", "rows sum to 1 and match exp(x)/sum(exp(x))")
+def softmax_values(probe: Probe) -> None:
+    x = RNG.normal(size=(3, 5))
+    expect_array(probe.call(x)["out"], torch_softmax(x, -1), kind="ndarray")
+
+
+@visible(SLUG, "softmax", "respects the axis argument")
+def softmax_axis(probe: Probe) -> None:
+    x = RNG.normal(size=(4, 3))
+    expect_array(
+        probe.call(x, axis=0)["out"], torch_softmax(x, 0), kind="ndarray", what="softmax(x, axis=0)"
+    )
+
+
+@visible(SLUG, "softmax", "stays finite for logits around +-1000")
+def softmax_stable(probe: Probe) -> None:
+    x = np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -1002.0]])
+    expect_array(probe.call(x)["out"], torch_softmax(x, -1), kind="ndarray")
+
+
+@visible(SLUG, "softmax", "leaves its input unchanged")
+def softmax_no_mutation(probe: Probe) -> None:
+    x = RNG.normal(size=(2, 4))
+    expect_unchanged(x, probe.call(x)["inputs_after"][0], "the input x")
+
+
+@visible(SLUG, "scale_scores", "divides by sqrt(d_k)")
+def scale_values(probe: Probe) -> None:
+    scores = np.full((2, 3), 8.0)
+    expect_array(probe.call(scores, 64)["out"], np.ones((2, 3)), kind="ndarray")
+    expect_array(
+        probe.call(scores, 4)["out"],
+        np.full((2, 3), 4.0),
+        kind="ndarray",
+        what="scale_scores(scores, 4)",
+    )
+
+
+@visible(SLUG, "attention_scores", "one sequence: scores[i, j] = q_i . k_j")
+def scores_single(probe: Probe) -> None:
+    Q, K = RNG.normal(size=(3, 4)), RNG.normal(size=(5, 4))
+    expect_array(probe.call(Q, K)["out"], np.einsum("qd,kd->qk", Q, K), kind="ndarray")
+
+
+@visible(SLUG, "attention_scores", "batched: [B, T_q, d] and [B, T_k, d] give [B, T_q, T_k]")
+def scores_batched(probe: Probe) -> None:
+    Q, K = RNG.normal(size=(2, 3, 4)), RNG.normal(size=(2, 5, 4))
+    expect_array(probe.call(Q, K)["out"], np.einsum("bqd,bkd->bqk", Q, K), kind="ndarray")
+
+
+@visible(SLUG, "causal_mask", "bool [T, T]: True above the diagonal, False on and below")
+def mask_pattern(probe: Probe) -> None:
+    out = probe.call(4)["out"]
+    expected = np.array([[j > i for j in range(4)] for i in range(4)])
+    expect_array(out, expected, kind="ndarray", what="causal_mask(4)")
+
+
+@visible(SLUG, "self_attention", "matches PyTorch's scaled_dot_product_attention")
+def attention_matches_torch(probe: Probe) -> None:
+    X = RNG.normal(size=(5, 3))
+    W_q, W_k, W_v = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4)), RNG.normal(size=(3, 2))
+    context, weights = pair(probe.call(X, W_q, W_k, W_v)["out"], "self_attention")
+    q, k, v = (torch.from_numpy(X @ W) for W in (W_q, W_k, W_v))
+    expected = F.scaled_dot_product_attention(q, k, v).numpy()
+    expect_array(context, expected, kind="ndarray", what="the context vectors")
+    expect_array(
+        weights,
+        torch.softmax(q @ k.T / 2.0, -1).numpy(),
+        kind="ndarray",
+        what="the attention weights",
+    )
+
+
+@visible(SLUG, "self_attention", "causal=True hides the future")
+def attention_causal(probe: Probe) -> None:
+    X = RNG.normal(size=(2, 4, 3))  # a batch of two sequences
+    W = [RNG.normal(size=(3, 3)) for _ in range(3)]
+    context, _ = pair(probe.call(X, *W, causal=True)["out"], "self_attention")
+    q, k, v = (torch.from_numpy(X @ w) for w in W)
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy()
+    expect_array(context, expected, kind="ndarray", what="the causal context vectors")
+
+
+@visible(SLUG, "embed_one_hot", "one_hot(ids) @ E equals the row lookup E[ids]")
+def one_hot_lookup(probe: Probe) -> None:
+    E = RNG.normal(size=(7, 3))
+    ids = np.array([[4, 0, 6], [1, 1, 2]])
+    expect_array(probe.call(ids, E)["out"], E[ids], kind="ndarray")

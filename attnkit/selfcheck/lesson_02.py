@@ -1,0 +1,106 @@
+"""Visible checks for lesson 2, self-attention in PyTorch."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..compare import CheckFailed, expect_array, expect_shape, expect_unchanged, pair, part
+from ..probe import Probe
+from .registry import visible
+
+SLUG = "02_self_attention"
+RNG = np.random.default_rng(2025)
+BOOK_INPUTS = np.array(
+    [
+        [0.43, 0.15, 0.89],
+        [0.55, 0.87, 0.66],
+        [0.57, 0.85, 0.64],
+        [0.22, 0.58, 0.33],
+        [0.77, 0.25, 0.10],
+        [0.05, 0.80, 0.55],
+    ],
+    dtype=np.float32,
+)
+# Published in "Build a Large Language Model from Scratch", chapter 3.
+BOOK_WEIGHTS_QUERY_2 = np.array([0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581])
+BOOK_CONTEXT_QUERY_2 = np.array([0.4419, 0.6515, 0.5683])
+BOOK = {"atol": 6e-5, "rtol": 0.0, "check_dtype": False}
+
+
+def torch_softmax(x: np.ndarray, dim: int) -> np.ndarray:
+    return torch.softmax(torch.from_numpy(x), dim=dim).numpy()
+
+
+@visible(SLUG, "softmax", "matches torch.softmax along dim=-1")
+def softmax_last(probe: Probe) -> None:
+    x = RNG.normal(size=(3, 5)).astype(np.float32)
+    expect_array(probe.call(x, dim=-1)["out"], torch_softmax(x, -1), kind="tensor")
+
+
+@visible(SLUG, "softmax", "respects the dim argument")
+def softmax_dim(probe: Probe) -> None:
+    x = RNG.normal(size=(2, 4, 3)).astype(np.float32)
+    expect_array(
+        probe.call(x, dim=1)["out"], torch_softmax(x, 1), kind="tensor", what="softmax(x, dim=1)"
+    )
+
+
+@visible(SLUG, "softmax", "stays finite for logits around +-1000, input unchanged")
+def softmax_stable(probe: Probe) -> None:
+    x = np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -1002.0]], dtype=np.float32)
+    result = probe.call(x, dim=-1)
+    expect_array(result["out"], torch_softmax(x, -1), kind="tensor")
+    expect_unchanged(x, result["inputs_after"][0], "the input x")
+
+
+def book_attention(probe: Probe) -> None:
+    context, weights = pair(probe.call(BOOK_INPUTS)["out"], probe.exercise.name)
+    expect_shape(weights, (6, 6), kind="tensor", what="the attention weights")
+    expect_array(part(weights, 1), BOOK_WEIGHTS_QUERY_2, what="the weights of query 2", **BOOK)
+    expect_shape(context, (6, 3), kind="tensor", what="the context vectors")
+    expect_array(
+        part(context, 1), BOOK_CONTEXT_QUERY_2, what="the context vector of query 2", **BOOK
+    )
+
+
+for _name in ("simple_attention_loop", "simple_attention_matrix"):
+    visible(SLUG, _name, "reproduces the book's weights and context for query 2")(book_attention)
+
+
+@visible(SLUG, "SelfAttention_v1", "torch.manual_seed(123) reproduces the book's numbers")
+def v1_book(probe: Probe) -> None:
+    out = probe.module([3, 2], [BOOK_INPUTS], seed=123)["out"]
+    expect_shape(out, (6, 2), kind="tensor")
+    expected = np.array([[0.2996, 0.8053], [0.3061, 0.8210]])
+    expect_array(part(out, slice(0, 2)), expected, what="the first two context vectors", **BOOK)
+
+
+@visible(SLUG, "SelfAttention_v1", "a batch [2, 6, 3] gives [2, 6, 2], each row as alone")
+def v1_batched(probe: Probe) -> None:
+    alone = probe.module([3, 2], [BOOK_INPUTS], seed=123)["out"]["array"]
+    batch = np.stack([BOOK_INPUTS, BOOK_INPUTS[::-1].copy()])
+    out = probe.module([3, 2], [batch], seed=123)["out"]
+    expect_shape(out, (2, 6, 2), kind="tensor", what="the batched output")
+    expect_array(part(out, 0), alone, what="sequence 0 of the batch")
+
+
+@visible(SLUG, "SelfAttention_v2", "torch.manual_seed(789) reproduces the book's numbers")
+def v2_book(probe: Probe) -> None:
+    out = probe.module([3, 2], [BOOK_INPUTS], seed=789)["out"]
+    expect_shape(out, (6, 2), kind="tensor")
+    expect_array(part(out, 0), np.array([-0.0739, 0.0713]), what="the first context vector", **BOOK)
+
+
+@visible(SLUG, "copy_v2_weights_into_v1", "v1 receives the transposed nn.Linear weights")
+def transfer(probe: Probe) -> None:
+    result = probe.transfer(3, 2)
+    for name in ("W_query", "W_key", "W_value"):
+        got = result["v1"].get(name)
+        if got is None:
+            raise CheckFailed(f"v1 has no parameter {name}")
+        expect_array(
+            {"kind": "tensor", "array": got},
+            result["v2"][f"{name}.weight"].T,
+            what=f"v1.{name} after the copy",
+        )

@@ -1,0 +1,79 @@
+"""Visible checks for lesson 3, causal attention."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..compare import expect_array, expect_shape, expect_unchanged, pair, part
+from ..probe import Probe
+from .lesson_02 import BOOK, BOOK_INPUTS
+from .registry import visible
+
+SLUG = "03_causal_attention"
+RNG = np.random.default_rng(2026)
+BOOK_BATCH = np.stack([BOOK_INPUTS, BOOK_INPUTS])
+
+
+def upper(num_tokens: int) -> np.ndarray:
+    return np.array([[j > i for j in range(num_tokens)] for i in range(num_tokens)])
+
+
+@visible(SLUG, "causal_mask", "bool tensor [T, T]: True above the diagonal (blocked)")
+def mask_pattern(probe: Probe) -> None:
+    expect_array(probe.call(5)["out"], upper(5), kind="tensor", what="causal_mask(5)")
+
+
+@visible(SLUG, "apply_causal_mask", "future scores become -inf, the rest stay, input untouched")
+def apply_mask(probe: Probe) -> None:
+    scores = RNG.normal(size=(2, 4, 4)).astype(np.float32)
+    result = probe.call(scores)
+    expected = np.where(upper(4), -np.inf, scores).astype(np.float32)
+    expect_array(result["out"], expected, kind="tensor")
+    expect_unchanged(scores, result["inputs_after"][0], "the scores")
+
+
+@visible(
+    SLUG, "ScaledDotProductAttention", "matches F.scaled_dot_product_attention (mask inverted)"
+)
+def sdpa_matches_torch(probe: Probe) -> None:
+    q = RNG.normal(size=(2, 3, 4, 8)).astype(np.float32)
+    k = RNG.normal(size=(2, 3, 6, 8)).astype(np.float32)
+    v = RNG.normal(size=(2, 3, 6, 5)).astype(np.float32)
+    blocked = RNG.random((4, 6)) > 0.6
+    blocked[:, 0] = False
+    output, weights = pair(probe.module([], [q, k, v, blocked])["out"], "ScaledDotProductAttention")
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    allowed = torch.from_numpy(~blocked)
+    expected = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=allowed).numpy()
+    expect_array(output, expected, kind="tensor", what="the output")
+    expected_weights = torch.softmax(
+        (tq @ tk.transpose(-2, -1) / 8**0.5).masked_fill(torch.from_numpy(blocked), -torch.inf), -1
+    )
+    expect_array(weights, expected_weights.numpy(), kind="tensor", what="the weights")
+
+
+@visible(SLUG, "CausalAttention", "torch.manual_seed(123) reproduces the book's numbers")
+def causal_book(probe: Probe) -> None:
+    out = probe.module([3, 2, 6, 0.0], [BOOK_BATCH], seed=123)["out"]
+    expect_shape(out, (2, 6, 2), kind="tensor")
+    expected = np.array([[-0.4519, 0.2216], [-0.5874, 0.0058]])
+    expect_array(
+        part(out, (0, slice(0, 2))), expected, what="the first two context vectors", **BOOK
+    )
+
+
+@visible(SLUG, "CausalAttention", "earlier outputs ignore later tokens; T < context_length works")
+def causal_no_leak(probe: Probe) -> None:
+    x = RNG.normal(size=(2, 5, 3)).astype(np.float32)  # 5 tokens, context_length 8
+    changed = x.copy()
+    changed[:, 3:] += 5.0
+    base = probe.module([3, 4, 8, 0.0], [x], seed=1)["out"]
+    expect_shape(base, (2, 5, 4), kind="tensor")
+    moved = probe.module([3, 4, 8, 0.0], [changed], seed=1)["out"]
+    expect_array(
+        part(moved, (slice(None), slice(0, 3))),
+        base["array"][:, :3],
+        what="outputs of tokens 0-2 after changing tokens 3-4",
+    )

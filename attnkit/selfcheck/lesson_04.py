@@ -1,0 +1,87 @@
+"""Visible checks for lesson 4, multi-head attention."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..assignments import ASSIGNMENTS
+from ..compare import CheckFailed, expect_array, expect_kind, expect_shape, part
+from ..probe import Probe
+from .lesson_03 import BOOK, BOOK_BATCH
+from .registry import visible
+
+SLUG = "04_multihead_attention"
+RNG = np.random.default_rng(2027)
+
+
+@visible(SLUG, "MultiHeadAttentionWrapper", "torch.manual_seed(123) reproduces the book's numbers")
+def wrapper_book(probe: Probe) -> None:
+    out = probe.module([3, 2, 6, 0.0, 2], [BOOK_BATCH], seed=123)["out"]
+    expect_shape(out, (2, 6, 4), kind="tensor")
+    expected = np.array([-0.4519, 0.2216, 0.4772, 0.1063])
+    expect_array(part(out, (0, 0)), expected, what="the first context vector", **BOOK)
+
+
+@visible(SLUG, "MultiHeadAttention", "torch.manual_seed(123) reproduces the book's numbers")
+def mha_book(probe: Probe) -> None:
+    out = probe.module([3, 2, 6, 0.0, 2], [BOOK_BATCH], seed=123)["out"]
+    expect_shape(out, (2, 6, 2), kind="tensor")
+    expect_array(
+        part(out, (0, 0)), np.array([0.3190, 0.4858]), what="the first context vector", **BOOK
+    )
+
+
+@visible(SLUG, "MultiHeadAttention", "agrees with F.scaled_dot_product_attention(is_causal=True)")
+def mha_matches_torch(probe: Probe) -> None:
+    x = RNG.normal(size=(3, 5, 6)).astype(np.float32)
+    result = probe.module([6, 8, 7, 0.0, 2], [x], seed=5, init_kwargs={"qkv_bias": True})
+    params = {n: torch.from_numpy(a) for n, a in result["params"].items()}
+    for name in ("W_query.weight", "W_key.weight", "W_value.weight", "out_proj.weight"):
+        if name not in params:
+            raise CheckFailed(f"MultiHeadAttention has no parameter {name}")
+    tx = torch.from_numpy(x)
+
+    def heads(prefix: str) -> torch.Tensor:
+        projected = F.linear(tx, params[f"{prefix}.weight"], params.get(f"{prefix}.bias"))
+        return projected.view(3, 5, 2, 4).transpose(1, 2)
+
+    attended = F.scaled_dot_product_attention(
+        heads("W_query"), heads("W_key"), heads("W_value"), is_causal=True
+    )
+    merged = attended.transpose(1, 2).reshape(3, 5, 8)
+    expected = F.linear(merged, params["out_proj.weight"], params.get("out_proj.bias"))
+    expect_array(result["out"], expected.detach().numpy(), kind="tensor")
+
+
+@visible(
+    SLUG, "WRAPPER_D_OUT", "your wrapper with d_out=WRAPPER_D_OUT and 2 heads gives 2 features"
+)
+def wrapper_d_out(probe: Probe) -> None:
+    value = probe.value()["out"]
+    expect_kind(value, "number", "WRAPPER_D_OUT")
+    wrapper = probe.sibling(ASSIGNMENTS[SLUG].exercise("MultiHeadAttentionWrapper"))
+    d_out = int(value["array"])
+    out = wrapper.module([3, d_out, 6, 0.0, 2], [BOOK_BATCH], seed=123)["out"]
+    expect_kind(out, "tensor", "the wrapper's output")
+    features = out["array"].shape[-1]
+    if features != 2:
+        raise CheckFailed(f"with d_out={d_out} the wrapper gives {features} features, not 2")
+
+
+@visible(
+    SLUG, "GPT2_ATTENTION_PARAMETERS", "matches your MultiHeadAttention(768, 768, 1024, 0.0, 12)"
+)
+def gpt2_parameters(probe: Probe) -> None:
+    value = probe.value()["out"]
+    expect_kind(value, "number", "GPT2_ATTENTION_PARAMETERS")
+    mha = probe.sibling(ASSIGNMENTS[SLUG].exercise("MultiHeadAttention"))
+    shapes = mha.parameter_shapes([768, 768, 1024, 0.0, 12])
+    counted = sum(int(np.prod(shape)) for shape in shapes.values())
+    if int(value["array"]) != counted:
+        raise CheckFailed(
+            f"GPT2_ATTENTION_PARAMETERS is {int(value['array']):,}, but your layer has "
+            f"{counted:,} parameters",
+            "Count every projection's weights and biases, including out_proj.",
+        )

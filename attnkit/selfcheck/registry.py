@@ -1,0 +1,33 @@
+"""Where visible checks register themselves, keyed by (assignment slug, exercise name)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..probe import Probe
+
+CheckFunction = Callable[[Probe], None]
+
+
+@dataclass(frozen=True)
+class VisibleCheck:
+    slug: str
+    exercise: str
+    description: str
+    function: CheckFunction
+
+
+REGISTRY: dict[tuple[str, str], list[VisibleCheck]] = {}
+
+
+def visible(slug: str, exercise: str, description: str) -> Callable[[CheckFunction], CheckFunction]:
+    """Register ``function(probe)`` as a visible check of ``exercise`` in ``slug``."""
+
+    def register(function: CheckFunction) -> CheckFunction:
+        REGISTRY.setdefault((slug, exercise), []).append(
+            VisibleCheck(slug, exercise, description, function)
+        )
+        return function
+
+    return register

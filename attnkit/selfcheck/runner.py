@@ -1,0 +1,143 @@
+"""Run the visible checks of one exercise and classify each outcome."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ..adapters import MissingDefinition
+from ..assignments import ASSIGNMENTS
+from ..compare import CheckFailed
+from ..implementation import Implementation
+from ..probe import Probe
+from .registry import REGISTRY, VisibleCheck
+
+PASSED, FAILED, FORBIDDEN = "passed", "failed", "forbidden"
+NOT_IMPLEMENTED, MISSING, ERROR, TIMEOUT = "not implemented", "missing", "error", "timeout"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    exercise: str
+    description: str
+    status: str
+    message: str = ""
+    hint: str | None = None
+
+
+class CheckTimeout(Exception):
+    pass
+
+
+def visible_checks(slug: str, exercise: str) -> list[VisibleCheck]:
+    from . import lesson_01, lesson_02, lesson_03, lesson_04  # noqa: F401  (they register)
+
+    return REGISTRY.get((slug, exercise), [])
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Interrupt a check that runs longer than ``seconds`` (main thread, POSIX only)."""
+    usable = (
+        seconds is not None
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise CheckTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+ERROR_HINTS = (
+    (
+        (
+            "cannot be multiplied",
+            "size of tensor a",
+            "matmul: Input operand",
+            "shapes",
+            "size mismatch",
+        ),
+        "The shapes inside your code do not line up. Print the shape of each intermediate; "
+        "to swap the token and feature axes of a batched tensor use transpose(-2, -1), not .T.",
+    ),
+    (
+        ("expected scalar type", "dtype", "expected m1 and m2 to have the same dtype"),
+        "Two tensors have different dtypes. Keep the dtype of the input (e.g. torch.ones_like).",
+    ),
+    (
+        ("inplace operation", "in-place"),
+        "An in-place operation broke autograd. Use out-of-place versions (masked_fill, not "
+        "masked_fill_).",
+    ),
+)
+
+
+def describe_error(exc: BaseException) -> tuple[str, str | None]:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    if len(text) > 300:
+        text = text[:297] + "..."
+    for needles, hint in ERROR_HINTS:
+        if any(n in str(exc) for n in needles):
+            return text, hint
+    return text, None
+
+
+def run_exercise(
+    impl: Implementation, slug: str, exercise_name: str, timeout_s: float | None = 10.0
+) -> list[CheckResult]:
+    """Run every visible check of one exercise; stop early if it is not there at all."""
+    assignment = ASSIGNMENTS[slug]
+    probe = Probe(impl, assignment.exercise(exercise_name), assignment.framework)
+    results: list[CheckResult] = []
+    for check in visible_checks(slug, exercise_name):
+        try:
+            with time_limit(timeout_s):
+                check.function(probe)
+        except NotImplementedError:
+            return [
+                CheckResult(exercise_name, "implemented", NOT_IMPLEMENTED, "not implemented yet")
+            ]
+        except MissingDefinition as exc:
+            return [
+                CheckResult(
+                    exercise_name,
+                    "defined",
+                    MISSING,
+                    f"{exc}: run the cell that defines it, and keep its name",
+                )
+            ]
+        except CheckFailed as exc:
+            status = FORBIDDEN if exc.stage == "forbidden" else FAILED
+            results.append(
+                CheckResult(exercise_name, check.description, status, exc.message, exc.hint)
+            )
+        except CheckTimeout:
+            results.append(
+                CheckResult(
+                    exercise_name,
+                    check.description,
+                    TIMEOUT,
+                    f"still running after {timeout_s:g} s",
+                    "Look for a loop that never ends.",
+                )
+            )
+        except (Exception, SystemExit) as exc:
+            message, hint = describe_error(exc)
+            results.append(CheckResult(exercise_name, check.description, ERROR, message, hint))
+        else:
+            results.append(CheckResult(exercise_name, check.description, PASSED))
+    return results
