@@ -167,14 +167,28 @@ def load_state(module: Any, state: Mapping[str, np.ndarray]) -> None:
             target.copy_(torch.from_numpy(np.array(value, copy=True)))
 
 
-def transfer_weights(ns: Namespace, d_in: int, d_out: int, seed: int = 0) -> dict[str, Any]:
-    """Build a v2 and a v1, call ``copy_v2_weights_into_v1(v2, v1)``, return both states."""
+def transfer_weights(
+    ns: Namespace, d_in: int, d_out: int, seed: int = 0, qkv_bias: bool = False
+) -> dict[str, Any]:
+    """Build a v2 and a v1, call ``copy_v2_weights_into_v1(v2, v1)``, return both states.
+
+    With ``qkv_bias=True`` the copy is expected to refuse; ``raised`` names the
+    exception type it raised (None if it did not raise).
+    """
     import torch
 
     torch.manual_seed(seed)
-    v2 = lookup(ns, "SelfAttention_v2")(d_in, d_out)
+    v2 = lookup(ns, "SelfAttention_v2")(d_in, d_out, qkv_bias=qkv_bias)
     v1 = lookup(ns, "SelfAttention_v1")(d_in, d_out)
-    returned = lookup(ns, "copy_v2_weights_into_v1")(v2, v1)
+    copy = lookup(ns, "copy_v2_weights_into_v1")
+    raised = None
+    if qkv_bias:
+        try:
+            copy(v2, v1)
+        except Exception as exc:
+            raised = type(exc).__name__
+        return {"raised": raised}
+    returned = copy(v2, v1)
     return {
         "v1": {n: p.detach().numpy().copy() for n, p in v1.named_parameters()},
         "v2": {n: p.detach().numpy().copy() for n, p in v2.named_parameters()},
@@ -188,11 +202,6 @@ def parameter_shapes(
     """Build module ``name`` and list its parameters' shapes (no forward pass)."""
     module = lookup(ns, name)(*init_args, **(init_kwargs or {}))
     return {"shapes": {n: list(p.shape) for n, p in module.named_parameters()}}
-
-
-def get_value(ns: Namespace, name: str) -> dict[str, Any]:
-    """The value of a constant the student defines (a number they worked out)."""
-    return {"out": describe(lookup(ns, name))}
 
 
 def _copy_array(value: Any) -> Any:
@@ -214,5 +223,4 @@ ADAPTERS: dict[str, Callable[..., dict[str, Any]]] = {
     "run_module": run_module,
     "transfer_weights": transfer_weights,
     "parameter_shapes": parameter_shapes,
-    "get_value": get_value,
 }

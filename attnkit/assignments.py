@@ -109,8 +109,11 @@ ASSIGNMENTS: dict[str, Assignment] = {
                     "MultiHeadAttention.forward with the head split",
                     ATTENTION_CALLS,
                 ),
-                Exercise("WRAPPER_D_OUT", "d_out that gives the wrapper 2 output features"),
-                Exercise("GPT2_ATTENTION_PARAMETERS", "parameters of a GPT-2-sized layer"),
+                Exercise("wrapper_d_out", "book exercise 3.2: d_out for 2 output features"),
+                Exercise(
+                    "gpt2_attention_parameters",
+                    "book exercise 3.3: a GPT-2-sized layer's parameters",
+                ),
             ),
         ),
     )

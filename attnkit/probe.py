@@ -68,8 +68,7 @@ class Probe:
         """A probe for another exercise of the same implementation."""
         return Probe(self.impl, exercise, self.framework)
 
-    def value(self) -> dict[str, Any]:
-        return self._run("get_value", name=self.exercise.name)
-
-    def transfer(self, d_in: int, d_out: int, seed: int = 0) -> dict[str, Any]:
-        return self._run("transfer_weights", d_in=d_in, d_out=d_out, seed=seed)
+    def transfer(
+        self, d_in: int, d_out: int, seed: int = 0, qkv_bias: bool = False
+    ) -> dict[str, Any]:
+        return self._run("transfer_weights", d_in=d_in, d_out=d_out, seed=seed, qkv_bias=qkv_bias)

@@ -13,13 +13,13 @@ These are instructor material: they never ship in the student bundle.
 """
 
 from .causal_attention import CausalAttention
-from .multihead_attention import MultiHeadAttention, MultiHeadAttentionWrapper
-from .scaled_dot_product import (
-    ScaledDotProductAttention,
-    apply_causal_mask,
-    causal_mask,
-    scaled_dot_product_attention,
+from .multihead_attention import (
+    MultiHeadAttention,
+    MultiHeadAttentionWrapper,
+    gpt2_attention_parameters,
+    wrapper_d_out,
 )
+from .scaled_dot_product import ScaledDotProductAttention, apply_causal_mask, causal_mask
 from .self_attention import SelfAttention_v1, SelfAttention_v2, copy_v2_weights_into_v1
 from .simple_attention import simple_attention_loop, simple_attention_matrix, softmax
 
@@ -33,8 +33,9 @@ __all__ = [
     "apply_causal_mask",
     "causal_mask",
     "copy_v2_weights_into_v1",
-    "scaled_dot_product_attention",
+    "gpt2_attention_parameters",
     "simple_attention_loop",
     "simple_attention_matrix",
     "softmax",
+    "wrapper_d_out",
 ]

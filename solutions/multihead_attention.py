@@ -7,8 +7,9 @@ token, a matching bracket). Their outputs are concatenated.
 * :class:`MultiHeadAttentionWrapper` literally stacks ``num_heads`` CausalAttention
   modules and concatenates their outputs: easy to read, one small matmul per head.
 * :class:`MultiHeadAttention` does the same maths with one big projection per Q/K/V,
-  then *splits* the result into heads with ``view`` + ``transpose``. That is how real
-  models do it: a few large matmuls beat many small ones.
+  then *splits* the result into heads with ``view`` + ``transpose``, and mixes the
+  heads with an output projection. That is how real models do it: a few large matmuls
+  beat many small ones.
 
 Off-limits to students: ``F.scaled_dot_product_attention`` and ``nn.MultiheadAttention``.
 """
@@ -19,9 +20,14 @@ import torch
 from torch import nn
 
 from .causal_attention import CausalAttention
-from .scaled_dot_product import ScaledDotProductAttention, causal_mask
+from .scaled_dot_product import causal_mask
 
-__all__ = ["MultiHeadAttention", "MultiHeadAttentionWrapper"]
+__all__ = [
+    "MultiHeadAttention",
+    "MultiHeadAttentionWrapper",
+    "gpt2_attention_parameters",
+    "wrapper_d_out",
+]
 
 
 class MultiHeadAttentionWrapper(nn.Module):
@@ -61,8 +67,8 @@ class MultiHeadAttention(nn.Module):
 
     Parameters, created in this order (so seeds reproduce the book):
     ``W_query``, ``W_key``, ``W_value``: Linear(d_in, d_out, bias=qkv_bias);
-    ``out_proj``: Linear(d_out, d_out) with bias. Buffer ``mask``: bool
-    [context_length, context_length], True above the diagonal.
+    ``out_proj``: Linear(d_out, d_out) with bias. Dropout ``dropout`` on the weights.
+    Buffer ``mask``: bool [context_length, context_length], True above the diagonal.
 
     forward(x): x [batch, T, d_in] -> [batch, T, d_out].
 
@@ -89,19 +95,8 @@ class MultiHeadAttention(nn.Module):
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.out_proj = nn.Linear(d_out, d_out)
-        self.attention = ScaledDotProductAttention(dropout)
+        self.dropout = nn.Dropout(dropout)
         self.register_buffer("mask", causal_mask(context_length))
-
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """[batch, T, d_out] -> [batch, heads, T, head_dim].
-
-        ``view`` cuts the feature axis into (heads, head_dim); ``transpose`` then moves
-        heads in front of tokens so each head is an independent [T, head_dim] problem.
-        A ``view`` straight to [batch, heads, T, head_dim] would be wrong: it would
-        reinterpret memory and mix tokens into heads.
-        """
-        batch, num_tokens, _ = x.shape
-        return x.view(batch, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, num_tokens, _ = x.shape
@@ -109,12 +104,43 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(
                 f"input has {num_tokens} tokens but context_length is {self.mask.shape[0]}"
             )
-        queries = self.split_heads(self.W_query(x))
-        keys = self.split_heads(self.W_key(x))
-        values = self.split_heads(self.W_value(x))
-        context, _ = self.attention(queries, keys, values, mask=self.mask[:num_tokens, :num_tokens])
+        # The head split: [batch, T, d_out] -> view [batch, T, heads, head_dim] ->
+        # transpose [batch, heads, T, head_dim]. The view cuts each token's features into
+        # heads; the transpose puts heads in front of tokens so every head becomes an
+        # independent [T, head_dim] attention problem. Viewing straight to
+        # [batch, heads, T, head_dim] would be wrong: it would mix tokens into heads.
+        split = (batch, num_tokens, self.num_heads, self.head_dim)
+        queries = self.W_query(x).view(split).transpose(1, 2)
+        keys = self.W_key(x).view(split).transpose(1, 2)
+        values = self.W_value(x).view(split).transpose(1, 2)
+
+        # Scale by sqrt(head_dim): each head compares head_dim-wide keys, not d_out-wide.
+        scores = queries @ keys.transpose(-2, -1) / self.head_dim**0.5
+        scores = scores.masked_fill(self.mask[:num_tokens, :num_tokens], -torch.inf)
+        weights = self.dropout(torch.softmax(scores, dim=-1))
+
         # Undo the split: [batch, heads, T, head_dim] -> [batch, T, heads * head_dim].
         # transpose makes the tensor non-contiguous, so reshape (which copies when
         # needed) rather than view.
-        context = context.transpose(1, 2).reshape(batch, num_tokens, self.d_out)
+        context = (weights @ values).transpose(1, 2).reshape(batch, num_tokens, self.d_out)
         return self.out_proj(context)
+
+
+def wrapper_d_out() -> int:
+    """Book exercise 3.2: the per-head d_out that makes a 2-head wrapper output 2 features.
+
+    The wrapper concatenates its heads, so its output width is num_heads * d_out:
+    2 * d_out = 2 gives d_out = 1.
+    """
+    return 1
+
+
+def gpt2_attention_parameters() -> int:
+    """Book exercise 3.3: the parameters of MultiHeadAttention(768, 768, 1024, 0.0, 12).
+
+    Three bias-free d x d projections for Q, K and V, plus out_proj with its bias. The
+    number of heads and the context length do not change the count: heads split the
+    same matrices, and the mask is a buffer, not a parameter.
+    """
+    d = 768
+    return 3 * d * d + (d * d + d)

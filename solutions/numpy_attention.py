@@ -140,7 +140,10 @@ def embed_one_hot(token_ids: np.ndarray, E: np.ndarray) -> np.ndarray:
     (it wastes vocab_size x d multiply-adds on zeros) and index instead: see
     :func:`embed_lookup`, which returns the same values.
     """
-    return one_hot(token_ids, E.shape[0]) @ E
+    token_ids = np.asarray(token_ids)
+    # Row r of the one-hot matrix has a 1 exactly where column == token_ids[r].
+    one_hot_rows = (token_ids[..., None] == np.arange(E.shape[0])).astype(E.dtype)
+    return one_hot_rows @ E
 
 
 def embed_lookup(token_ids: np.ndarray, E: np.ndarray) -> np.ndarray:

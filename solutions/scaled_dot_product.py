@@ -1,10 +1,6 @@
-"""Scaled dot-product attention and the causal mask, in PyTorch.
+"""The causal mask and scaled dot-product attention, in PyTorch.
 
     Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
-
-Every attention layer of the kit (SelfAttention_v1/v2, CausalAttention and both
-multi-head variants) ends in this one function; they differ only in how they make Q,
-K and V and which mask they pass.
 
 Shapes: q [..., T_q, d_k], k [..., T_k, d_k], v [..., T_k, d_v]; typically
 [batch, heads, tokens, d_k]. Output [..., T_q, d_v], weights [..., T_q, T_k].
@@ -24,25 +20,15 @@ Off-limits to students: ``F.scaled_dot_product_attention`` and ``nn.MultiheadAtt
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
-from .simple_attention import softmax
-
-__all__ = [
-    "ScaledDotProductAttention",
-    "apply_causal_mask",
-    "causal_mask",
-    "scaled_dot_product_attention",
-]
+__all__ = ["ScaledDotProductAttention", "apply_causal_mask", "causal_mask"]
 
 
-def causal_mask(num_tokens: int, device: torch.device | str | None = None) -> torch.Tensor:
+def causal_mask(num_tokens: int) -> torch.Tensor:
     """Bool [T, T] mask, True strictly above the diagonal (key j > query i is hidden)."""
-    ones = torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device)
-    return torch.triu(ones, diagonal=1)
+    return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=1)
 
 
 def apply_causal_mask(scores: torch.Tensor) -> torch.Tensor:
@@ -55,39 +41,18 @@ def apply_causal_mask(scores: torch.Tensor) -> torch.Tensor:
     still gets exp(0) = 1 worth of weight. Masking *before* softmax with -inf gives
     the same weights as softmax-then-zero-then-renormalise, in one step.
     """
-    return scores.masked_fill(causal_mask(scores.shape[-1], scores.device), -torch.inf)
-
-
-def scaled_dot_product_attention(
-    queries: torch.Tensor,
-    keys: torch.Tensor,
-    values: torch.Tensor,
-    mask: torch.Tensor | None = None,
-    dropout: nn.Module | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(Q K^T / sqrt(d_k)) V, returning ``(output, weights)``.
-
-    ``mask`` is True where attention is blocked (see the module docstring). ``dropout``
-    is applied to the *weights*, after softmax: it randomly silences whole
-    query-key connections during training. The returned weights are the ones that
-    multiplied V, so after dropout when it is active.
-    """
-    d_k = keys.shape[-1]
-    # transpose(-2, -1), not .T: only the token and feature axes swap, batch axes stay.
-    scores = queries @ keys.transpose(-2, -1) / math.sqrt(d_k)
-    if mask is not None:
-        scores = scores.masked_fill(mask, -torch.inf)
-    weights = softmax(scores, dim=-1)
-    if dropout is not None:
-        weights = dropout(weights)
-    return weights @ values, weights
+    return scores.masked_fill(causal_mask(scores.shape[-1]).to(scores.device), -torch.inf)
 
 
 class ScaledDotProductAttention(nn.Module):
-    """Module form of :func:`scaled_dot_product_attention`, owning the dropout layer.
+    """softmax(Q K^T / sqrt(d_k)) V with an optional mask and dropout on the weights.
 
     ``ScaledDotProductAttention(dropout=0.0)(q, k, v, mask=None) -> (output, weights)``
-    over [batch, heads, tokens, d_k]. Dropout is active only in ``train()`` mode.
+    over [batch, heads, tokens, d_k]. ``mask`` is True where attention is blocked.
+
+    Dropout acts on the *weights*, after softmax, and only in ``train()`` mode: it
+    randomly silences whole query-key connections. The returned weights are the ones
+    that multiplied V, so after dropout when it is active.
     """
 
     def __init__(self, dropout: float = 0.0) -> None:
@@ -101,4 +66,14 @@ class ScaledDotProductAttention(nn.Module):
         v: torch.Tensor,
         mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        return scaled_dot_product_attention(q, k, v, mask=mask, dropout=self.dropout)
+        # transpose(-2, -1), not .T: only the token and feature axes swap, batch axes stay.
+        scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+        if mask is not None:
+            scores = scores.masked_fill(mask, -torch.inf)
+        weights = torch.softmax(scores, dim=-1)
+        if mask is not None:
+            # A query whose every key is blocked has nothing to attend to: softmax of an
+            # all -inf row is NaN, and the kit's policy is zero weight instead.
+            weights = weights.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
+        weights = self.dropout(weights)
+        return weights @ v, weights

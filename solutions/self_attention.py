@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .scaled_dot_product import scaled_dot_product_attention
+from .simple_attention import softmax
 
 __all__ = ["SelfAttention_v1", "SelfAttention_v2", "copy_v2_weights_into_v1"]
 
@@ -48,8 +48,10 @@ class SelfAttention_v1(nn.Module):
         queries = x @ self.W_query  # [..., T, d_out]: what each token looks for
         keys = x @ self.W_key  # [..., T, d_out]: what each token offers to be found by
         values = x @ self.W_value  # [..., T, d_out]: what each token hands over
-        context, _ = scaled_dot_product_attention(queries, keys, values)
-        return context
+        # transpose(-2, -1), not .T: only the token and feature axes swap; a batch axis stays.
+        scores = queries @ keys.transpose(-2, -1)  # [..., T, T]
+        weights = softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
+        return weights @ values
 
 
 class SelfAttention_v2(nn.Module):
@@ -69,11 +71,12 @@ class SelfAttention_v2(nn.Module):
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        context, _ = scaled_dot_product_attention(self.W_query(x), self.W_key(x), self.W_value(x))
-        return context
+        queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
+        scores = queries @ keys.transpose(-2, -1)
+        weights = softmax(scores / keys.shape[-1] ** 0.5, dim=-1)
+        return weights @ values
 
 
-@torch.no_grad()
 def copy_v2_weights_into_v1(v2: SelfAttention_v2, v1: SelfAttention_v1) -> SelfAttention_v1:
     """Copy a v2's projections into a v1 so that both compute the same output.
 
@@ -94,5 +97,7 @@ def copy_v2_weights_into_v1(v2: SelfAttention_v2, v1: SelfAttention_v1) -> SelfA
                 f"{name}: v1 holds {tuple(target.shape)} but v2's transposed weight is "
                 f"{tuple(linear.weight.T.shape)}; build both with the same d_in and d_out"
             )
-        target.copy_(linear.weight.T)
+        # no_grad: this is bookkeeping, not part of any computation to differentiate.
+        with torch.no_grad():
+            target.copy_(linear.weight.T)
     return v1

@@ -50,10 +50,13 @@ def test_causal_and_multihead_book_numbers(book_inputs) -> None:
     close(ref.MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)[0, 0], [0.3190, 0.4858])
 
 
-def test_gpt2_sized_layer_parameter_count() -> None:
+def test_book_exercises_3_2_and_3_3(book_inputs) -> None:
     layer = ref.MultiHeadAttention(768, 768, 1024, 0.0, num_heads=12)
     # 3 projections of 768x768 without bias + out_proj 768x768 with a 768 bias.
     assert sum(p.numel() for p in layer.parameters()) == 2_360_064
+    assert ref.gpt2_attention_parameters() == 2_360_064
+    wrapper = ref.MultiHeadAttentionWrapper(3, ref.wrapper_d_out(), 6, 0.0, num_heads=2)
+    assert wrapper(torch.stack((book_inputs, book_inputs))).shape == (2, 6, 2)
 
 
 # --- softmax ----------------------------------------------------------------------------
@@ -112,13 +115,16 @@ def test_sdpa_matches_pytorch_with_opposite_mask_polarity(with_mask: bool) -> No
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 4))
 
 
-def test_sdpa_fully_masked_row_gives_zeros() -> None:
-    q, k, v = torch.randn(1, 3, 4), torch.randn(1, 3, 4), torch.randn(1, 3, 2)
+def test_sdpa_fully_masked_row_gives_zeros_and_finite_gradients() -> None:
+    q, k, v = (torch.randn(1, 3, 4, requires_grad=True) for _ in range(3))
     mask = torch.zeros(3, 3, dtype=torch.bool)
     mask[1] = True
-    out, weights = ref.scaled_dot_product_attention(q, k, v, mask=mask)
+    out, weights = ref.ScaledDotProductAttention()(q, k, v, mask=mask)
     assert torch.isfinite(out).all()
     assert (weights[0, 1] == 0).all() and (out[0, 1] == 0).all()
+    out.sum().backward()
+    for tensor in (q, k, v):
+        assert torch.isfinite(tensor.grad).all()
 
 
 def test_sdpa_dropout_only_in_training() -> None:

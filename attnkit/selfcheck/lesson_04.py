@@ -59,8 +59,8 @@ def mha_matches_torch(probe: Probe) -> None:
     SLUG, "WRAPPER_D_OUT", "your wrapper with d_out=WRAPPER_D_OUT and 2 heads gives 2 features"
 )
 def wrapper_d_out(probe: Probe) -> None:
-    value = probe.value()["out"]
-    expect_kind(value, "number", "WRAPPER_D_OUT")
+    value = probe.call()["out"]
+    expect_kind(value, "number", "wrapper_d_out()")
     wrapper = probe.sibling(ASSIGNMENTS[SLUG].exercise("MultiHeadAttentionWrapper"))
     d_out = int(value["array"])
     out = wrapper.module([3, d_out, 6, 0.0, 2], [BOOK_BATCH], seed=123)["out"]
@@ -74,14 +74,14 @@ def wrapper_d_out(probe: Probe) -> None:
     SLUG, "GPT2_ATTENTION_PARAMETERS", "matches your MultiHeadAttention(768, 768, 1024, 0.0, 12)"
 )
 def gpt2_parameters(probe: Probe) -> None:
-    value = probe.value()["out"]
-    expect_kind(value, "number", "GPT2_ATTENTION_PARAMETERS")
+    value = probe.call()["out"]
+    expect_kind(value, "number", "gpt2_attention_parameters()")
     mha = probe.sibling(ASSIGNMENTS[SLUG].exercise("MultiHeadAttention"))
     shapes = mha.parameter_shapes([768, 768, 1024, 0.0, 12])
     counted = sum(int(np.prod(shape)) for shape in shapes.values())
     if int(value["array"]) != counted:
         raise CheckFailed(
-            f"GPT2_ATTENTION_PARAMETERS is {int(value['array']):,}, but your layer has "
+            f"gpt2_attention_parameters() returns {int(value['array']):,}, but your layer has "
             f"{counted:,} parameters",
             "Count every projection's weights and biases, including out_proj.",
         )

@@ -1,0 +1,69 @@
+"""Helpers used inside the lesson notebooks.
+
+    from attnkit.notebook import Lesson
+    lesson = Lesson("01_numpy_attention")
+    ...
+    lesson.check(softmax)          # after an exercise: prints what passed, what failed, hints
+    with lesson.demo():            # around demo code that calls an exercise
+        print(softmax(scores))
+
+Neither ever raises for an exercise that is not done yet: a fresh notebook runs top to
+bottom and prints one short line per unfinished exercise instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import inspect
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .assignments import get_assignment
+from .implementation import LocalImplementation
+from .selfcheck import run_exercise
+from .selfcheck.report import NOT_A_GRADE, exercise_status, render_exercise
+
+
+class Lesson:
+    def __init__(self, slug: str) -> None:
+        self.assignment = get_assignment(slug)
+
+    def check(self, exercise: Any, namespace: dict[str, Any] | None = None) -> str:
+        """Run the visible checks of one exercise and print the outcome.
+
+        ``exercise`` is the function, class or name of the exercise. The checks look up
+        related definitions (e.g. a constant's class) in the notebook's namespace.
+        Returns the exercise's status ("passed", "failed", "not implemented", ...).
+        """
+        name = exercise if isinstance(exercise, str) else getattr(exercise, "__name__", None)
+        if name is None:
+            names = ", ".join(e.name for e in self.assignment.exercises)
+            print(f"check() needs an exercise or its name, e.g. one of: {names}")
+            return "error"
+        if namespace is None:
+            caller = inspect.currentframe().f_back
+            namespace = dict(caller.f_globals) if caller is not None else {}
+        if not isinstance(exercise, str):
+            namespace[name] = exercise
+        try:
+            self.assignment.exercise(name)
+        except KeyError as exc:
+            print(exc.args[0])
+            return "error"
+        results = run_exercise(LocalImplementation(namespace), self.assignment.slug, name)
+        status = exercise_status(results)
+        print(render_exercise(name, results))
+        if status == "passed":
+            print(NOT_A_GRADE)
+        return status
+
+    @contextmanager
+    def demo(self) -> Iterator[None]:
+        """Run demo code, turning "not implemented yet" into one line instead of a traceback."""
+        try:
+            yield
+        except NotImplementedError as exc:
+            frames = traceback.extract_tb(exc.__traceback__)
+            where = frames[-1].name if frames else "an exercise"
+            print(f"(demo skipped: {where} is not implemented yet; it will run once it is)")

@@ -1,0 +1,157 @@
+"""Run a hidden suite against one implementation and collect a verdict per test.
+
+The suites are ordinary pytest files. They receive two fixtures from
+:class:`SuitePlugin`: ``submission`` and ``reference``, both :class:`Subject` objects
+with a ``probe(exercise)`` method (see :class:`attnkit.probe.Probe`). Every test is
+tagged with the nbgrader grade id whose points it contributes to:
+
+    @grade("test_softmax_values")
+    def test_rows_sum_to_one(submission, reference): ...
+
+Verdict messages are built from the exception a test raised, never from pytest's own
+report (which would quote the hidden test's source).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from attnkit.adapters import MissingDefinition
+from attnkit.assignments import ASSIGNMENTS
+from attnkit.compare import CheckFailed
+from attnkit.implementation import Implementation, LocalImplementation
+from attnkit.probe import Probe
+from attnkit.selfcheck.runner import describe_error
+
+SUITES = Path(__file__).resolve().parent / "suites"
+PASSED, FAILED, ERROR, TIMEOUT, FORBIDDEN = "passed", "failed", "error", "timeout", "forbidden"
+
+
+def grade(grade_id: str) -> pytest.MarkDecorator:
+    """Mark a hidden test as counting towards the graded cell ``grade_id``."""
+    return pytest.mark.grade_id(grade_id)
+
+
+class WorkerTimeout(Exception):
+    """Raised by an isolated implementation whose call ran out of time."""
+
+
+class Subject:
+    """One implementation of one assignment, as the suites see it."""
+
+    def __init__(self, impl: Implementation, slug: str) -> None:
+        self.impl = impl
+        self.assignment = ASSIGNMENTS[slug]
+
+    def probe(self, exercise: str) -> Probe:
+        return Probe(self.impl, self.assignment.exercise(exercise), self.assignment.framework)
+
+
+@dataclass(frozen=True)
+class TestVerdict:
+    test: str
+    grade_id: str
+    status: str
+    message: str = ""
+    hint: str | None = None
+
+
+def verdict_for(exc: BaseException | None) -> tuple[str, str, str | None]:
+    """(status, message, hint) for what a hidden test raised."""
+    if exc is None:
+        return PASSED, "", None
+    if isinstance(exc, CheckFailed):
+        return (FORBIDDEN if exc.stage == "forbidden" else FAILED), exc.message, exc.hint
+    if isinstance(exc, NotImplementedError):
+        return FAILED, "not implemented (the stub still raises NotImplementedError)", None
+    if isinstance(exc, MissingDefinition):
+        return ERROR, f"{exc}: the submission does not define it", None
+    if isinstance(exc, WorkerTimeout):
+        return TIMEOUT, str(exc), "Look for a loop that never ends."
+    message, hint = describe_error(exc)
+    return ERROR, f"raised {message}", hint
+
+
+class SuitePlugin:
+    """Provides the fixtures, filters by grade id, and records one verdict per test."""
+
+    def __init__(self, submission: Subject, reference: Subject, grade_ids: set[str] | None):
+        self._submission = submission
+        self._reference = reference
+        self.grade_ids = grade_ids
+        self.verdicts: list[TestVerdict] = []
+
+    @pytest.fixture
+    def submission(self) -> Subject:
+        return self._submission
+
+    @pytest.fixture
+    def reference(self) -> Subject:
+        return self._reference
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.addinivalue_line("markers", "grade_id(id): the graded cell a hidden test counts for")
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[Any]) -> None:
+        kept, dropped = [], []
+        for item in items:
+            marker = item.get_closest_marker("grade_id")
+            wanted = marker is not None and (
+                self.grade_ids is None or marker.args[0] in self.grade_ids
+            )
+            (kept if wanted else dropped).append(item)
+        items[:] = kept
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: Any, call: Any):
+        outcome = yield
+        report = outcome.get_result()
+        failed_here = report.when == "call" or (report.when == "setup" and report.failed)
+        if not failed_here:
+            return
+        exc = call.excinfo.value if call.excinfo is not None else None
+        status, message, hint = verdict_for(exc)
+        grade_id = item.get_closest_marker("grade_id").args[0]
+        self.verdicts.append(TestVerdict(item.name, grade_id, status, message, hint))
+
+
+def run_suite(
+    impl: Implementation,
+    slug: str,
+    reference: Implementation,
+    grade_ids: set[str] | None = None,
+) -> list[TestVerdict]:
+    """Run ``slug``'s hidden suite against ``impl``; pytest's own output is discarded."""
+    plugin = SuitePlugin(Subject(impl, slug), Subject(reference, slug), grade_ids)
+    suite = SUITES / f"test_{slug}.py"
+    args = [
+        str(suite),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--rootdir",
+        str(SUITES),
+        "-c",
+        str(SUITES / "pytest.ini"),
+    ]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = pytest.main(args, plugins=[plugin])
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not plugin.verdicts:
+        raise RuntimeError(f"the hidden suite for {slug} did not run (pytest exit code {code})")
+    return plugin.verdicts
+
+
+def reference_implementation(slug: str) -> LocalImplementation:
+    from attnkit_solutions.exercises import reference_namespace
+
+    return LocalImplementation(reference_namespace(slug), label="reference")

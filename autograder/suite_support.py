@@ -1,0 +1,129 @@
+"""Helpers shared by the hidden suites: inputs, and comparisons with the reference."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from attnkit.compare import CheckFailed, expect_array, expect_unchanged, pair
+
+from .harness import Subject
+
+
+def randn(*shape: int, seed: int, dtype: Any = np.float32, scale: float = 1.0) -> np.ndarray:
+    return (np.random.default_rng(seed).normal(size=shape) * scale).astype(dtype)
+
+
+@functools.cache
+def verdict_embeddings(batch_size: int = 8, num_tokens: int = 6, dim: int = 16) -> np.ndarray:
+    """Token + position embeddings of real batches from the-verdict.txt dataloader.
+
+    The embedding tables are seeded, so every run and every submission sees the same
+    [batch_size, num_tokens, dim] float32 array.
+    """
+    import torch
+    from torch import nn
+
+    from attnkit_data import create_dataloader_v1, read_verdict
+
+    loader = create_dataloader_v1(
+        read_verdict(),
+        batch_size=batch_size,
+        max_length=num_tokens,
+        stride=num_tokens,
+        shuffle=False,
+    )
+    token_ids, _ = next(iter(loader))
+    generator = torch.Generator().manual_seed(2024)
+    token_table = torch.randn(50_257, dim, generator=generator) / dim**0.5
+    position_table = torch.randn(num_tokens, dim, generator=generator) / dim**0.5
+    with torch.no_grad():
+        embedded = nn.functional.embedding(token_ids, token_table) + position_table
+    return embedded.numpy().astype(np.float32)
+
+
+def same_call(
+    submission: Subject,
+    reference: Subject,
+    exercise: str,
+    *args: Any,
+    kind: str,
+    outputs: int = 1,
+    atol: float = 1e-5,
+    rtol: float = 1e-4,
+    **kwargs: Any,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Call a function exercise on both; compare every output and check inputs are unchanged."""
+    got = submission.probe(exercise).call(*args, **kwargs)
+    want = reference.probe(exercise).call(*args, **kwargs)
+    compare_outputs(got["out"], want["out"], exercise, kind, outputs, atol, rtol)
+    for index, (before, after) in enumerate(zip(args, got["inputs_after"], strict=False)):
+        if isinstance(before, np.ndarray):
+            expect_unchanged(before, after, f"argument {index + 1}")
+    return got, want
+
+
+def compare_outputs(
+    got: dict[str, Any],
+    want: dict[str, Any],
+    exercise: str,
+    kind: str,
+    outputs: int,
+    atol: float,
+    rtol: float,
+) -> None:
+    if outputs == 1:
+        expect_array(got, want["array"], kind=kind, atol=atol, rtol=rtol)
+        return
+    got_first, got_second = pair(got, exercise)
+    want_first, want_second = pair(want, exercise)
+    expect_array(got_first, want_first["array"], kind=kind, what="the output", atol=atol, rtol=rtol)
+    expect_array(
+        got_second, want_second["array"], kind=kind, what="the weights", atol=atol, rtol=rtol
+    )
+
+
+def same_module(
+    submission: Subject,
+    reference: Subject,
+    exercise: str,
+    init_args: list[Any],
+    inputs: list[np.ndarray],
+    *,
+    outputs: int = 1,
+    seed: int = 0,
+    shared_weights: bool = True,
+    atol: float = 1e-5,
+    rtol: float = 1e-4,
+    **kwargs: Any,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run a module exercise on both with the same weights; compare outputs (and gradients).
+
+    With ``shared_weights`` the reference's initial parameters are loaded into the
+    submission by name, so the comparison does not depend on initialisation order.
+    """
+    want = reference.probe(exercise).module(init_args, inputs, seed=seed, **kwargs)
+    state = want["params"] if shared_weights else None
+    got = submission.probe(exercise).module(init_args, inputs, seed=seed, state=state, **kwargs)
+    compare_outputs(got["out"], want["out"], exercise, "tensor", outputs, atol, rtol)
+    for index, (before, after) in enumerate(zip(inputs, got["inputs_after"], strict=False)):
+        expect_unchanged(before, after, f"input {index + 1}")
+    if kwargs.get("grad_output") is not None:
+        for name, expected in want["grads"].items():
+            actual = got["grads"].get(name)
+            if actual is None:
+                raise CheckFailed(
+                    f"no gradient reaches parameter {name}",
+                    "Something detaches the computation from this parameter (e.g. .data, "
+                    ".detach(), numpy, or a parameter that is never used).",
+                )
+            expect_array(
+                {"kind": "tensor", "array": actual},
+                expected,
+                what=f"the gradient of {name}",
+                atol=atol * 10,
+                rtol=rtol * 10,
+            )
+    return got, want

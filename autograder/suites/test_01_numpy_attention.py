@@ -1,0 +1,177 @@
+"""Hidden tests for lesson 1, attention from scratch in NumPy.
+
+Shapes are chosen so that every axis has a different length (batch != tokens !=
+features != heads), which turns any wrong transpose or wrong axis into a shape error
+or a visible difference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnkit.compare import CheckFailed, expect_array, expect_shape, expect_unchanged, pair
+from attnkit_autograder.harness import grade
+from attnkit_autograder.suite_support import randn, same_call, verdict_embeddings
+
+NP = {"kind": "ndarray"}
+
+
+# --- softmax ---------------------------------------------------------------------------
+
+
+@grade("test_softmax_values")
+@pytest.mark.parametrize(
+    ("shape", "axis"), [((5,), -1), ((3, 7), -1), ((3, 7), 0), ((2, 3, 4), 1), ((4, 1, 5), -2)]
+)
+def test_softmax_matches_reference(submission, reference, shape, axis) -> None:
+    x = randn(*shape, seed=sum(shape) + axis, dtype=np.float64, scale=3.0)
+    same_call(submission, reference, "softmax", x, axis=axis, **NP)
+
+
+@grade("test_softmax_values")
+def test_softmax_rows_sum_to_one_and_shift_invariance(submission) -> None:
+    x = randn(6, 9, seed=1, dtype=np.float64)
+    probe = submission.probe("softmax")
+    out = expect_shape(probe.call(x)["out"], (6, 9), **NP)
+    expect_array({"kind": "ndarray", "array": out.sum(-1)}, np.ones(6), what="the row sums")
+    shifted = probe.call(x + np.linspace(-50, 50, 6)[:, None])["out"]
+    expect_array(shifted, out, **NP, what="softmax(x + c) (must equal softmax(x))")
+
+
+@grade("test_softmax_values")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_keeps_dtype(submission, reference, dtype) -> None:
+    same_call(submission, reference, "softmax", randn(3, 4, seed=2, dtype=dtype), **NP)
+
+
+@grade("test_softmax_stability")
+def test_softmax_huge_logits(submission, reference) -> None:
+    x = np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -999.0], [1000.0, -1000.0, 0.0]])
+    same_call(submission, reference, "softmax", x, **NP)
+    same_call(submission, reference, "softmax", x.T.copy(), axis=0, **NP)
+
+
+@grade("test_softmax_stability")
+def test_softmax_fully_masked_rows_are_zero(submission, reference) -> None:
+    x = np.array([[-np.inf, -np.inf, -np.inf], [0.5, -np.inf, 1.5], [2.0, 1.0, 0.0]])
+    same_call(submission, reference, "softmax", x, **NP)
+
+
+# --- scaling, scores, mask --------------------------------------------------------------
+
+
+@grade("test_scale_scores")
+@pytest.mark.parametrize("d_k", [1, 3, 64, 100])
+def test_scale_scores_matches_reference(submission, reference, d_k) -> None:
+    # 5 columns whatever d_k is: the divisor must come from d_k, not from the shape.
+    scores = randn(2, 4, 5, seed=d_k, dtype=np.float64, scale=5.0)
+    same_call(submission, reference, "scale_scores", scores, d_k, **NP)
+
+
+@grade("test_attention_scores")
+@pytest.mark.parametrize(
+    ("q_shape", "k_shape"),
+    [((3, 4), (5, 4)), ((2, 3, 4), (2, 5, 4)), ((2, 3, 6, 4), (2, 3, 5, 4)), ((1, 1), (7, 1))],
+)
+def test_attention_scores_matches_reference(submission, reference, q_shape, k_shape) -> None:
+    Q = randn(*q_shape, seed=len(q_shape), dtype=np.float64)
+    K = randn(*k_shape, seed=len(k_shape) + 10, dtype=np.float64)
+    same_call(submission, reference, "attention_scores", Q, K, **NP)
+
+
+@grade("test_causal_mask")
+@pytest.mark.parametrize("num_tokens", [1, 2, 5, 9])
+def test_causal_mask_matches_reference(submission, reference, num_tokens) -> None:
+    same_call(submission, reference, "causal_mask", num_tokens, **NP)
+
+
+# --- self-attention ----------------------------------------------------------------------
+
+
+def projections(d_in: int, d_k: int, d_v: int, seed: int) -> list[np.ndarray]:
+    return [
+        randn(d_in, d_k, seed=seed, dtype=np.float64),
+        randn(d_in, d_k, seed=seed + 1, dtype=np.float64),
+        randn(d_in, d_v, seed=seed + 2, dtype=np.float64),
+    ]
+
+
+@grade("test_self_attention")
+@pytest.mark.parametrize(("x_shape", "d_k", "d_v"), [((7, 4), 3, 5), ((2, 5, 3), 4, 6)])
+def test_self_attention_matches_reference(submission, reference, x_shape, d_k, d_v) -> None:
+    X = randn(*x_shape, seed=3, dtype=np.float64)
+    W = projections(x_shape[-1], d_k, d_v, seed=4)
+    same_call(submission, reference, "self_attention", X, *W, outputs=2, **NP)
+
+
+@grade("test_self_attention")
+def test_self_attention_on_verdict_batch(submission, reference) -> None:
+    X = verdict_embeddings().astype(np.float64)  # [8, 6, 16] from the dataloader
+    W = projections(16, 8, 12, seed=5)
+    same_call(submission, reference, "self_attention", X, *W, outputs=2, **NP)
+
+
+@grade("test_self_attention")
+def test_self_attention_is_permutation_equivariant(submission) -> None:
+    X = randn(6, 4, seed=6, dtype=np.float64)
+    W = projections(4, 3, 3, seed=7)
+    order = np.array([3, 0, 5, 1, 4, 2])
+    probe = submission.probe("self_attention")
+    context, weights = pair(probe.call(X, *W)["out"], "self_attention")
+    moved, _ = pair(probe.call(X[order], *W)["out"], "self_attention")
+    expect_array(
+        moved,
+        context["array"][order],
+        **NP,
+        what="the context of permuted tokens (must be the permuted context)",
+    )
+    expect_array(
+        {"kind": "ndarray", "array": weights["array"].sum(-1)},
+        np.ones(6),
+        what="the weight row sums",
+    )
+
+
+@grade("test_self_attention_causal")
+@pytest.mark.parametrize("source", ["random", "verdict"])
+def test_causal_self_attention_matches_reference(submission, reference, source) -> None:
+    X = (
+        randn(3, 5, 4, seed=8, dtype=np.float64)
+        if source == "random"
+        else (verdict_embeddings().astype(np.float64)[..., :4])
+    )
+    W = projections(4, 3, 2, seed=9)
+    same_call(submission, reference, "self_attention", X, *W, causal=True, outputs=2, **NP)
+
+
+@grade("test_self_attention_causal")
+def test_causal_self_attention_ignores_the_future(submission) -> None:
+    X = randn(6, 4, seed=10, dtype=np.float64)
+    W = projections(4, 3, 3, seed=11)
+    probe = submission.probe("self_attention")
+    base, weights = pair(probe.call(X, *W, causal=True)["out"], "self_attention")
+    changed = X.copy()
+    changed[4:] += 10.0
+    moved, _ = pair(probe.call(changed, *W, causal=True)["out"], "self_attention")
+    expect_array(
+        {**moved, "array": moved["array"][:4]},
+        base["array"][:4],
+        **NP,
+        what="outputs of tokens 0-3 after changing tokens 4-5",
+    )
+    if np.triu(weights["array"], k=1).any():
+        raise CheckFailed("causal weights above the diagonal are not zero: the future leaks")
+
+
+# --- embeddings -----------------------------------------------------------------------------
+
+
+@grade("test_embed_one_hot")
+@pytest.mark.parametrize("ids_shape", [(5,), (2, 3)])
+def test_embed_one_hot_matches_lookup(submission, reference, ids_shape) -> None:
+    ids = np.random.default_rng(12).integers(0, 11, size=ids_shape)
+    E = randn(11, 5, seed=13)
+    got, _ = same_call(submission, reference, "embed_one_hot", ids, E, **NP)
+    expect_array(got["out"], E[ids], what="the embedding (must equal E[ids])")
+    expect_unchanged(E, got["inputs_after"][1], "E")

@@ -1,0 +1,162 @@
+"""Hidden tests for lesson 3, causal attention."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnkit.compare import CheckFailed, expect_array, pair
+from attnkit_autograder.harness import grade
+from attnkit_autograder.suite_support import randn, same_call, same_module, verdict_embeddings
+
+T = {"kind": "tensor"}
+
+
+@grade("test_causal_mask")
+@pytest.mark.parametrize("num_tokens", [1, 3, 7])
+def test_causal_mask_matches_reference(submission, reference, num_tokens) -> None:
+    same_call(submission, reference, "causal_mask", num_tokens, **T)
+
+
+@grade("test_apply_causal_mask")
+@pytest.mark.parametrize(("shape", "dtype"), [((4, 4), np.float32), ((2, 3, 5, 5), np.float64)])
+def test_apply_causal_mask_matches_reference(submission, reference, shape, dtype) -> None:
+    same_call(submission, reference, "apply_causal_mask", randn(*shape, seed=1, dtype=dtype), **T)
+
+
+def qkv(batch: int, heads: int, t_q: int, t_k: int, d_k: int, d_v: int, seed: int):
+    return (
+        randn(batch, heads, t_q, d_k, seed=seed),
+        randn(batch, heads, t_k, d_k, seed=seed + 1),
+        randn(batch, heads, t_k, d_v, seed=seed + 2),
+    )
+
+
+@grade("test_sdpa_values")
+def test_sdpa_without_mask(submission, reference) -> None:
+    # batch 2, heads 3, T_q 4, T_k 6, d_k 8, d_v 5: all different.
+    same_module(
+        submission,
+        reference,
+        "ScaledDotProductAttention",
+        [],
+        list(qkv(2, 3, 4, 6, 8, 5, 2)),
+        outputs=2,
+    )
+
+
+@grade("test_sdpa_values")
+def test_sdpa_with_mask_and_rows_sum_to_one(submission, reference) -> None:
+    q, k, v = qkv(2, 3, 4, 6, 8, 5, seed=5)
+    blocked = np.random.default_rng(6).random((4, 6)) > 0.5
+    blocked[:, 2] = False
+    got, _ = same_module(
+        submission, reference, "ScaledDotProductAttention", [], [q, k, v, blocked], outputs=2
+    )
+    _, weights = pair(got["out"], "ScaledDotProductAttention")
+    expect_array(
+        {"kind": "tensor", "array": weights["array"].sum(-1)},
+        np.ones((2, 3, 4)),
+        what="the weight row sums",
+        check_dtype=False,
+    )
+
+
+@grade("test_sdpa_values")
+def test_sdpa_gradients(submission, reference) -> None:
+    # No parameters here: this checks the forward pass stays differentiable end to end.
+    q, k, v = qkv(1, 2, 3, 3, 4, 4, seed=7)
+    same_module(submission, reference, "ScaledDotProductAttention", [], [q, k, v], outputs=2)
+
+
+@grade("test_sdpa_masking")
+def test_sdpa_causal_and_fully_masked_rows(submission, reference) -> None:
+    q, k, v = qkv(2, 1, 5, 5, 4, 3, seed=8)
+    causal = np.triu(np.ones((5, 5), dtype=bool), k=1)
+    same_module(
+        submission, reference, "ScaledDotProductAttention", [], [q, k, v, causal], outputs=2
+    )
+    blocked = causal.copy()
+    blocked[2] = True  # query 2 may see nothing: zero weights, zero output
+    same_module(
+        submission, reference, "ScaledDotProductAttention", [], [q, k, v, blocked], outputs=2
+    )
+
+
+@grade("test_sdpa_masking")
+def test_sdpa_dropout_acts_on_weights_in_training_only(submission, reference) -> None:
+    q, k, v = qkv(2, 2, 4, 4, 4, 3, seed=9)
+    for train in (True, False):
+        same_module(
+            submission,
+            reference,
+            "ScaledDotProductAttention",
+            [0.5],
+            [q, k, v],
+            outputs=2,
+            train=train,
+            forward_seed=11,
+        )
+
+
+@grade("test_causal_attention")
+@pytest.mark.parametrize(("shape", "context_length"), [((2, 6, 3), 6), ((3, 4, 5), 9)])
+def test_causal_attention_matches_reference(submission, reference, shape, context_length) -> None:
+    x = randn(*shape, seed=12)
+    same_module(
+        submission,
+        reference,
+        "CausalAttention",
+        [shape[-1], 4, context_length, 0.0],
+        [x],
+        seed=4,
+        grad_output=randn(*shape[:2], 4, seed=13),
+    )
+
+
+@grade("test_causal_attention")
+def test_causal_attention_on_verdict_and_book_seed(submission, reference) -> None:
+    same_module(submission, reference, "CausalAttention", [16, 8, 6, 0.0], [verdict_embeddings()])
+    book = randn(2, 6, 3, seed=14)
+    same_module(
+        submission,
+        reference,
+        "CausalAttention",
+        [3, 2, 6, 0.0],
+        [book],
+        seed=123,
+        shared_weights=False,
+    )
+
+
+@grade("test_causal_attention")
+def test_causal_attention_ignores_the_future(submission) -> None:
+    x = randn(2, 6, 3, seed=15)
+    changed = x.copy()
+    changed[:, 4:] += 10.0
+    probe = submission.probe("CausalAttention")
+    base = probe.module([3, 4, 8, 0.0], [x], seed=5)["out"]
+    moved = probe.module([3, 4, 8, 0.0], [changed], seed=5)["out"]
+    if base.get("kind") != "tensor":
+        raise CheckFailed("CausalAttention should return a tensor")
+    expect_array(
+        {**moved, "array": moved["array"][:, :4]},
+        base["array"][:, :4],
+        what="outputs of tokens 0-3 after changing tokens 4-5",
+    )
+
+
+@grade("test_causal_attention_dropout")
+def test_causal_attention_dropout(submission, reference) -> None:
+    x = randn(2, 5, 3, seed=16)
+    for train in (True, False):
+        same_module(
+            submission,
+            reference,
+            "CausalAttention",
+            [3, 4, 5, 0.5],
+            [x],
+            seed=6,
+            train=train,
+            forward_seed=17,
+        )

@@ -1,0 +1,125 @@
+"""Hidden tests for lesson 4, multi-head attention."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnkit.compare import CheckFailed, expect_array, expect_kind
+from attnkit_autograder.harness import grade
+from attnkit_autograder.suite_support import randn, same_module, verdict_embeddings
+
+
+@grade("test_mha_wrapper")
+@pytest.mark.parametrize(("d_in", "d_out", "heads", "tokens"), [(3, 2, 2, 6), (5, 3, 4, 7)])
+def test_wrapper_matches_reference(submission, reference, d_in, d_out, heads, tokens) -> None:
+    x = randn(2, tokens, d_in, seed=heads)
+    same_module(
+        submission,
+        reference,
+        "MultiHeadAttentionWrapper",
+        [d_in, d_out, 8, 0.0, heads],
+        [x],
+        seed=1,
+        grad_output=randn(2, tokens, heads * d_out, seed=2),
+    )
+
+
+@grade("test_mha_wrapper")
+def test_wrapper_on_verdict_batch(submission, reference) -> None:
+    same_module(
+        submission,
+        reference,
+        "MultiHeadAttentionWrapper",
+        [16, 4, 6, 0.0, 3],
+        [verdict_embeddings()],
+    )
+
+
+@grade("test_mha_values")
+@pytest.mark.parametrize(
+    ("d_in", "d_out", "heads", "tokens", "context"),
+    [(6, 8, 2, 7, 10), (3, 2, 2, 6, 6), (5, 12, 3, 4, 9)],
+)
+def test_mha_matches_reference(submission, reference, d_in, d_out, heads, tokens, context) -> None:
+    x = randn(3, tokens, d_in, seed=d_out)
+    same_module(
+        submission, reference, "MultiHeadAttention", [d_in, d_out, context, 0.0, heads], [x], seed=3
+    )
+
+
+@grade("test_mha_values")
+def test_mha_on_verdict_batch_and_book_seed(submission, reference) -> None:
+    same_module(
+        submission, reference, "MultiHeadAttention", [16, 12, 6, 0.0, 3], [verdict_embeddings()]
+    )
+    same_module(
+        submission,
+        reference,
+        "MultiHeadAttention",
+        [3, 2, 6, 0.0, 2],
+        [randn(2, 6, 3, seed=4)],
+        seed=123,
+        shared_weights=False,
+    )
+
+
+@grade("test_mha_heads")
+def test_mha_head_dim_scaling_bias_and_gradients(submission, reference) -> None:
+    # 4 heads of width 2: sqrt(head_dim) and sqrt(d_out) differ by a factor of 2.
+    x = randn(2, 5, 6, seed=5)
+    same_module(
+        submission,
+        reference,
+        "MultiHeadAttention",
+        [6, 8, 5, 0.0, 4],
+        [x],
+        seed=6,
+        init_kwargs={"qkv_bias": True},
+        grad_output=randn(2, 5, 8, seed=7),
+    )
+
+
+@grade("test_mha_heads")
+def test_mha_dropout_and_causality(submission, reference) -> None:
+    x = randn(2, 6, 4, seed=8)
+    for train in (True, False):
+        same_module(
+            submission,
+            reference,
+            "MultiHeadAttention",
+            [4, 6, 6, 0.5, 3],
+            [x],
+            seed=9,
+            train=train,
+            forward_seed=10,
+        )
+    changed = x.copy()
+    changed[:, 4:] -= 7.0
+    probe = submission.probe("MultiHeadAttention")
+    base = probe.module([4, 6, 6, 0.0, 3], [x], seed=11)["out"]
+    moved = probe.module([4, 6, 6, 0.0, 3], [changed], seed=11)["out"]
+    expect_kind(base, "tensor")
+    expect_array(
+        {**moved, "array": moved["array"][:, :4]},
+        base["array"][:, :4],
+        what="outputs of tokens 0-3 after changing tokens 4-5",
+    )
+
+
+def expect_number(submission, reference, exercise: str) -> None:
+    got = submission.probe(exercise).call()["out"]
+    want = reference.probe(exercise).call()["out"]
+    expect_kind(got, "number", f"{exercise}()")
+    if not np.array_equal(got["array"], want["array"]):
+        raise CheckFailed(f"{exercise}() returns {got['array']}, which is not right")
+
+
+@grade("test_wrapper_d_out")
+def test_wrapper_d_out(submission, reference) -> None:
+    expect_number(submission, reference, "wrapper_d_out")
+
+
+@grade("test_gpt2_parameters")
+def test_gpt2_parameters(submission, reference) -> None:
+    expect_number(submission, reference, "gpt2_attention_parameters")
