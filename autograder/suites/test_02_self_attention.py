@@ -148,7 +148,7 @@ def test_v2_book_seed_and_verdict(submission, reference) -> None:
     same_module(submission, reference, "SelfAttention_v2", [16, 8], [verdict_embeddings()])
 
 
-# --- weight transfer -------------------------------------------------------------------------------
+# --- weight transfer ---------------------------------------------------------------------
 
 
 @grade("test_weight_transfer")
