@@ -107,6 +107,38 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if all_passed else 1
 
 
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Regenerate the student notebooks in assignments/ with nbgrader (instructors)."""
+    course = instructor_module("attnkit_autograder.course")
+    if args.check:
+        problems = course.released_differences(args.out)
+        for problem in problems:
+            print(problem)
+        if problems:
+            print("run `attnkit generate` to regenerate them", file=sys.stderr)
+            return 1
+        print(f"{args.out} matches the source notebooks")
+        return 0
+    for path in course.generate_released(args.out):
+        print(f"wrote {path}")
+    return 0
+
+
+def instructor_module(name: str):
+    """Import an instructor-only module, or explain that this install is the student one."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith(("attnkit_autograder", "attnkit_solutions")):
+            raise KitError(
+                "this command is for instructors; the student install does not include it.",
+                "Install the full kit from its repository: pip install -e .",
+            ) from None
+        raise
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="attnkit",
@@ -146,6 +178,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=10.0, help="seconds allowed per check (default 10)"
     )
     check.set_defaults(handler=cmd_check)
+
+    generate = commands.add_parser(
+        "generate",
+        help="(instructors) regenerate assignments/ from the source notebooks with nbgrader",
+    )
+    generate.add_argument("--out", type=Path, default=Path("assignments"), metavar="DIR")
+    generate.add_argument(
+        "--check", action="store_true", help="only report whether DIR is up to date"
+    )
+    generate.set_defaults(handler=cmd_generate)
     return parser
 
 

@@ -1,0 +1,83 @@
+"""Instructor tooling around nbgrader: turn the source notebooks into student notebooks.
+
+``generate_released`` builds a throwaway nbgrader course whose ``source/`` holds the
+kit's source notebooks, runs the real ``nbgrader generate_assignment`` on it, and
+returns the released notebooks. ``assignments/`` in the repository is exactly that
+output, and a test regenerates it to prove it has not drifted.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from attnkit.assignments import ASSIGNMENTS
+from attnkit.errors import KitError
+
+from .rubric import source_notebook
+
+NBGRADER_CONFIG = """\
+c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
+c.CourseDirectory.root = {root!r}
+c.CourseDirectory.course_id = "attention-kit"
+c.CourseDirectory.db_url = "sqlite:///{root}/gradebook.db"
+"""
+
+
+def write_course_skeleton(root: Path, slugs: list[str]) -> None:
+    """An nbgrader course at ``root`` whose source/ holds the kit's source notebooks."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(root)))
+    for slug in slugs:
+        target = root / "source" / slug
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source_notebook(slug), target / f"{slug}.ipynb")
+
+
+def run_nbgrader(root: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if done.returncode != 0:
+        raise KitError(
+            f"nbgrader {args[0]} failed (exit {done.returncode}):\n{done.stderr[-3000:]}"
+        )
+    return done
+
+
+def generate_released(out_dir: Path, slugs: list[str] | None = None) -> list[Path]:
+    """Write ``out_dir/<slug>/<slug>.ipynb`` for each assignment, as nbgrader releases it."""
+    slugs = slugs or list(ASSIGNMENTS)
+    written = []
+    with tempfile.TemporaryDirectory(prefix="attnkit-course-") as tmp:
+        root = Path(tmp)
+        write_course_skeleton(root, slugs)
+        for slug in slugs:
+            run_nbgrader(root, "generate_assignment", slug, "--force", "--create")
+            released = root / "release" / slug / f"{slug}.ipynb"
+            target = out_dir / slug / released.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(released, target)
+            written.append(target)
+    return written
+
+
+def released_differences(committed_dir: Path) -> list[str]:
+    """Files under ``committed_dir`` that differ from a fresh generation (empty if none)."""
+    with tempfile.TemporaryDirectory(prefix="attnkit-generate-") as tmp:
+        fresh = generate_released(Path(tmp))
+        problems = []
+        for path in fresh:
+            committed = committed_dir / path.parent.name / path.name
+            if not committed.is_file():
+                problems.append(f"{committed} is missing")
+            elif committed.read_bytes() != path.read_bytes():
+                problems.append(f"{committed} differs from what the source notebook generates")
+        return problems
