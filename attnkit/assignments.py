@@ -29,6 +29,8 @@ class Exercise:
     """One line shown in tables: what to implement."""
     forbidden: tuple[str, ...] = ()
     """Library calls that would skip the point of the exercise."""
+    uses: tuple[str, ...] = ()
+    """Earlier exercises this one calls: a mistake there can make this one fail too."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,15 @@ class Assignment:
     @property
     def notebook(self) -> str:
         return f"{self.slug}.ipynb"
+
+    def dependents(self, name: str) -> set[str]:
+        """Exercises that use ``name``, directly or through another exercise."""
+        found: set[str] = set()
+        frontier = {name}
+        while frontier:
+            frontier = {e.name for e in self.exercises if set(e.uses) & frontier} - found
+            found |= frontier
+        return found
 
     def exercise(self, name: str) -> Exercise:
         for exercise in self.exercises:
@@ -62,7 +73,11 @@ ASSIGNMENTS: dict[str, Assignment] = {
                 Exercise("scale_scores", "divide scores by sqrt(d_k)"),
                 Exercise("attention_scores", "Q K^T for batched inputs"),
                 Exercise("causal_mask", "bool [T, T] mask, True above the diagonal"),
-                Exercise("self_attention", "single-head attention, optional causal mask"),
+                Exercise(
+                    "self_attention",
+                    "single-head attention, optional causal mask",
+                    uses=("softmax", "scale_scores", "attention_scores", "causal_mask"),
+                ),
                 Exercise("embed_one_hot", "one-hot rows times the embedding matrix"),
             ),
             framework="numpy",
@@ -72,11 +87,27 @@ ASSIGNMENTS: dict[str, Assignment] = {
             "Self-attention in PyTorch",
             (
                 Exercise("softmax", "softmax(x, dim) from exp and sum", SOFTMAX_CALLS),
-                Exercise("simple_attention_loop", "attention without weights, with loops"),
-                Exercise("simple_attention_matrix", "attention without weights, as matmuls"),
-                Exercise("SelfAttention_v1", "SelfAttention_v1.forward, batched", ATTENTION_CALLS),
                 Exercise(
-                    "SelfAttention_v2", "SelfAttention_v2.forward with nn.Linear", ATTENTION_CALLS
+                    "simple_attention_loop",
+                    "attention without weights, with loops",
+                    uses=("softmax",),
+                ),
+                Exercise(
+                    "simple_attention_matrix",
+                    "attention without weights, as matmuls",
+                    uses=("softmax",),
+                ),
+                Exercise(
+                    "SelfAttention_v1",
+                    "SelfAttention_v1.forward, batched",
+                    ATTENTION_CALLS,
+                    uses=("softmax",),
+                ),
+                Exercise(
+                    "SelfAttention_v2",
+                    "SelfAttention_v2.forward with nn.Linear",
+                    ATTENTION_CALLS,
+                    uses=("softmax",),
                 ),
                 Exercise("copy_v2_weights_into_v1", "move v2's weights into a v1"),
             ),
@@ -86,13 +117,20 @@ ASSIGNMENTS: dict[str, Assignment] = {
             "Causal attention",
             (
                 Exercise("causal_mask", "bool [T, T] mask, True above the diagonal"),
-                Exercise("apply_causal_mask", "masked_fill the future with -inf"),
+                Exercise(
+                    "apply_causal_mask", "masked_fill the future with -inf", uses=("causal_mask",)
+                ),
                 Exercise(
                     "ScaledDotProductAttention",
                     "ScaledDotProductAttention.forward -> (output, weights)",
                     ATTENTION_CALLS,
                 ),
-                Exercise("CausalAttention", "CausalAttention.forward", ATTENTION_CALLS),
+                Exercise(
+                    "CausalAttention",
+                    "CausalAttention.forward",
+                    ATTENTION_CALLS,
+                    uses=("causal_mask", "ScaledDotProductAttention"),
+                ),
             ),
         ),
         Assignment(
@@ -109,7 +147,11 @@ ASSIGNMENTS: dict[str, Assignment] = {
                     "MultiHeadAttention.forward with the head split",
                     ATTENTION_CALLS,
                 ),
-                Exercise("wrapper_d_out", "book exercise 3.2: d_out for 2 output features"),
+                Exercise(
+                    "wrapper_d_out",
+                    "book exercise 3.2: d_out for 2 output features",
+                    uses=("MultiHeadAttentionWrapper",),
+                ),
                 Exercise(
                     "gpt2_attention_parameters",
                     "book exercise 3.3: a GPT-2-sized layer's parameters",

@@ -104,3 +104,29 @@ def transfer(probe: Probe) -> None:
             result["v2"][f"{name}.weight"].T,
             what=f"v1.{name} after the copy",
         )
+
+
+@visible(SLUG, "simple_attention_matrix", "a batch [2, 6, 3] gives each sequence's own result")
+def matrix_batched(probe: Probe) -> None:
+    batch = np.stack([BOOK_INPUTS, BOOK_INPUTS[::-1].copy()])
+    context, weights = pair(probe.call(batch)["out"], probe.exercise.name)
+    expect_shape(weights, (2, 6, 6), kind="tensor", what="the batched weights")
+    alone_context, alone_weights = pair(probe.call(batch[1])["out"], probe.exercise.name)
+    expect_array(part(weights, 1), alone_weights["array"], what="the weights of sequence 1")
+    expect_array(part(context, 1), alone_context["array"], what="the context of sequence 1")
+
+
+@visible(SLUG, "SelfAttention_v2", "qkv_bias=True: the biases are part of the projections")
+def v2_bias(probe: Probe) -> None:
+    x = RNG.normal(size=(2, 4, 3)).astype(np.float32)
+    result = probe.module([3, 2], [x], seed=7, init_kwargs={"qkv_bias": True})
+    params = {n: torch.from_numpy(a) for n, a in result["params"].items()}
+    for name in ("W_query", "W_key", "W_value"):
+        if f"{name}.bias" not in params:
+            raise CheckFailed(f"with qkv_bias=True, {name} should have a bias")
+    tx = torch.from_numpy(x)
+    q, k, v = (
+        tx @ params[f"{n}.weight"].T + params[f"{n}.bias"] for n in ("W_query", "W_key", "W_value")
+    )
+    expected = torch.softmax(q @ k.transpose(-2, -1) / 2**0.5, dim=-1) @ v
+    expect_array(result["out"], expected.numpy(), kind="tensor")

@@ -55,9 +55,7 @@ def mha_matches_torch(probe: Probe) -> None:
     expect_array(result["out"], expected.detach().numpy(), kind="tensor")
 
 
-@visible(
-    SLUG, "WRAPPER_D_OUT", "your wrapper with d_out=WRAPPER_D_OUT and 2 heads gives 2 features"
-)
+@visible(SLUG, "wrapper_d_out", "your wrapper with this d_out and 2 heads gives 2 features")
 def wrapper_d_out(probe: Probe) -> None:
     value = probe.call()["out"]
     expect_kind(value, "number", "wrapper_d_out()")
@@ -71,7 +69,7 @@ def wrapper_d_out(probe: Probe) -> None:
 
 
 @visible(
-    SLUG, "GPT2_ATTENTION_PARAMETERS", "matches your MultiHeadAttention(768, 768, 1024, 0.0, 12)"
+    SLUG, "gpt2_attention_parameters", "matches your MultiHeadAttention(768, 768, 1024, 0.0, 12)"
 )
 def gpt2_parameters(probe: Probe) -> None:
     value = probe.call()["out"]

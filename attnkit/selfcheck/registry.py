@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..assignments import ASSIGNMENTS
 from ..probe import Probe
 
 CheckFunction = Callable[[Probe], None]
@@ -23,6 +24,7 @@ REGISTRY: dict[tuple[str, str], list[VisibleCheck]] = {}
 
 def visible(slug: str, exercise: str, description: str) -> Callable[[CheckFunction], CheckFunction]:
     """Register ``function(probe)`` as a visible check of ``exercise`` in ``slug``."""
+    ASSIGNMENTS[slug].exercise(exercise)  # a misspelt name fails here, at import
 
     def register(function: CheckFunction) -> CheckFunction:
         REGISTRY.setdefault((slug, exercise), []).append(
