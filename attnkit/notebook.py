@@ -29,18 +29,18 @@ class Lesson:
     def __init__(self, slug: str) -> None:
         self.assignment = get_assignment(slug)
 
-    def check(self, exercise: Any, namespace: dict[str, Any] | None = None) -> str:
+    def check(self, exercise: Any, namespace: dict[str, Any] | None = None) -> None:
         """Run the visible checks of one exercise and print the outcome.
 
         ``exercise`` is the function, class or name of the exercise. The checks look up
-        related definitions (e.g. a constant's class) in the notebook's namespace.
-        Returns the exercise's status ("passed", "failed", "not implemented", ...).
+        related definitions (e.g. the class a number refers to) in the notebook's
+        namespace. Nothing is returned, so a notebook cell shows only the printed report.
         """
         name = exercise if isinstance(exercise, str) else getattr(exercise, "__name__", None)
         if name is None:
             names = ", ".join(e.name for e in self.assignment.exercises)
             print(f"check() needs an exercise or its name, e.g. one of: {names}")
-            return "error"
+            return
         if namespace is None:
             caller = inspect.currentframe().f_back
             namespace = dict(caller.f_globals) if caller is not None else {}
@@ -50,13 +50,11 @@ class Lesson:
             self.assignment.exercise(name)
         except KeyError as exc:
             print(exc.args[0])
-            return "error"
+            return
         results = run_exercise(LocalImplementation(namespace), self.assignment.slug, name)
-        status = exercise_status(results)
         print(render_exercise(name, results))
-        if status == "passed":
+        if exercise_status(results) == "passed":
             print(NOT_A_GRADE)
-        return status
 
     @contextmanager
     def demo(self) -> Iterator[None]:

@@ -1,0 +1,93 @@
+"""The in-notebook helper and the self-check's verdicts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnkit.implementation import LocalImplementation
+from attnkit.notebook import Lesson
+from attnkit.selfcheck.runner import FORBIDDEN, NOT_IMPLEMENTED, PASSED, run_exercise
+
+
+def test_check_prints_short_not_implemented_line(capsys) -> None:
+    def softmax(x, axis=-1):
+        raise NotImplementedError()
+
+    assert Lesson("01_numpy_attention").check(softmax) is None
+    out = capsys.readouterr().out
+    assert (
+        out.strip()
+        == "softmax: not implemented yet. Fill in its cell, run it, then run this check again."
+    )
+
+
+def test_check_names_failures_with_hints_and_never_calls_it_a_grade(capsys) -> None:
+    def softmax(x, axis=-1):
+        exps = np.exp(x)
+        return exps / exps.sum(axis=-1, keepdims=True)
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        Lesson("01_numpy_attention").check(softmax)
+    out = capsys.readouterr().out
+    assert "[FAILED] stays finite for logits around +-1000" in out
+    assert "hint:" in out and "NaN" in out
+    assert "[FAILED] respects the axis argument" in out
+    assert "grade" not in out.lower() or "hidden tests" in out
+
+
+def test_passing_check_says_it_is_not_the_grade(capsys) -> None:
+    def scale_scores(scores, d_k):
+        return scores / np.sqrt(d_k)
+
+    Lesson("01").check(scale_scores)
+    out = capsys.readouterr().out
+    assert "1 of 1 visible checks pass" in out and "hidden tests" in out
+
+
+def test_demo_turns_not_implemented_into_one_line(capsys) -> None:
+    def causal_mask(num_tokens):
+        raise NotImplementedError()
+
+    with Lesson("01").demo():
+        causal_mask(3)
+    assert capsys.readouterr().out.strip() == (
+        "(demo skipped: causal_mask is not implemented yet; it will run once it is)"
+    )
+
+
+def test_forbidden_library_softmax_is_reported(capsys) -> None:
+    import torch
+
+    namespace = {"softmax": lambda x, dim=-1: torch.nn.functional.softmax(x, dim=dim)}
+    results = run_exercise(LocalImplementation(namespace), "02_self_attention", "softmax")
+    assert {r.status for r in results} == {FORBIDDEN}
+    assert "torch.nn.functional.softmax" in results[0].message
+
+
+def test_infinite_loop_times_out_instead_of_hanging() -> None:
+    def scale_scores(scores, d_k):
+        while True:
+            pass
+
+    results = run_exercise(
+        LocalImplementation({"scale_scores": scale_scores}),
+        "01_numpy_attention",
+        "scale_scores",
+        timeout_s=0.5,
+    )
+    assert results[0].status == "timeout"
+
+
+def test_stub_and_pass_statuses() -> None:
+    def stub(*args, **kwargs):
+        raise NotImplementedError()
+
+    results = run_exercise(
+        LocalImplementation({"causal_mask": stub}), "01_numpy_attention", "causal_mask"
+    )
+    assert [r.status for r in results] == [NOT_IMPLEMENTED]
+    good = {"causal_mask": lambda n: np.triu(np.ones((n, n), dtype=bool), k=1)}
+    assert {
+        r.status
+        for r in run_exercise(LocalImplementation(good), "01_numpy_attention", "causal_mask")
+    } == {PASSED}
