@@ -8,6 +8,7 @@ message with a hint; they never show a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -124,6 +125,54 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_grade(args: argparse.Namespace) -> int:
+    """Grade submissions in isolated workers; write OUT/grades.json and OUT/grades.csv."""
+    discovery = instructor_module("attnkit_autograder.discovery")
+    engine = instructor_module("attnkit_autograder.engine")
+    from tqdm import tqdm
+
+    if not args.submissions.exists():
+        raise KitError(f"{args.submissions} does not exist.", "Pass a folder of submissions.")
+    forced = None
+    if args.assignment:
+        from .assignments import get_assignment
+
+        try:
+            forced = get_assignment(args.assignment).slug
+        except KeyError as exc:
+            raise KitError(exc.args[0]) from None
+    submissions = discovery.discover(args.submissions, forced)
+    if not submissions:
+        raise KitError(
+            f"found no submissions (.ipynb or .py files) under {args.submissions}.",
+            "Give a folder per student, nbgrader's submitted/ folder, or notebook files.",
+        )
+    settings = engine.GradeSettings(
+        call_timeout=args.timeout, budget=args.budget, memory_mb=args.memory_mb
+    )
+    with engine.exclusive(args.out):
+        todo = [s for s in submissions if args.force or not engine.already_graded(args.out, s)]
+        skipped = len(submissions) - len(todo)
+        if skipped:
+            print(
+                f"{skipped} submission(s) already graded in {args.out}: skipped (--force regrades)"
+            )
+        with tqdm(total=len(todo), unit="submission", desc="grading", disable=None) as bar:
+            _, interrupted = engine.grade_all(
+                submissions, args.out, settings, args.jobs, args.force, progress=bar.update
+            )
+        records = engine.write_gradebook(args.out)
+    print(engine.summary_table(records))
+    print(f"wrote {args.out / 'grades.json'} and {args.out / 'grades.csv'}")
+    if interrupted:
+        print(
+            "interrupted: the results so far are saved; run the same command to resume",
+            file=sys.stderr,
+        )
+        return 130
+    return 0
+
+
 def instructor_module(name: str):
     """Import an instructor-only module, or explain that this install is the student one."""
     import importlib
@@ -188,6 +237,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="only report whether DIR is up to date"
     )
     generate.set_defaults(handler=cmd_generate)
+
+    grade = commands.add_parser(
+        "grade",
+        help="(instructors) grade submissions with the hidden tests, each in a sandbox",
+        description="Grade every submission under SUBMISSIONS (a folder per student, "
+        "nbgrader's submitted/ folder, or notebook files) and write OUT/grades.json and "
+        "OUT/grades.csv. Rerunning resumes; --force regrades everything.",
+    )
+    grade.add_argument("submissions", type=Path, metavar="SUBMISSIONS")
+    grade.add_argument("--out", type=Path, required=True, metavar="OUT")
+    grade.add_argument("--assignment", help="grade every file as this assignment")
+    grade.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="grader processes")
+    grade.add_argument("--force", action="store_true", help="regrade submissions already graded")
+    grade.add_argument("--timeout", type=float, default=10.0, help="seconds per hidden test call")
+    grade.add_argument("--budget", type=float, default=120.0, help="seconds per submission")
+    grade.add_argument("--memory-mb", type=int, default=2048, help="memory per submission (MiB)")
+    grade.set_defaults(handler=cmd_grade)
     return parser
 
 

@@ -29,6 +29,8 @@ from attnkit.implementation import Implementation, LocalImplementation
 from attnkit.probe import Probe
 from attnkit.selfcheck.runner import describe_error
 
+from .isolation import SubmissionError, WorkerCrashed, WorkerTimeout
+
 SUITES = Path(__file__).resolve().parent / "suites"
 PASSED, FAILED, ERROR, TIMEOUT, FORBIDDEN = "passed", "failed", "error", "timeout", "forbidden"
 
@@ -36,10 +38,6 @@ PASSED, FAILED, ERROR, TIMEOUT, FORBIDDEN = "passed", "failed", "error", "timeou
 def grade(grade_id: str) -> pytest.MarkDecorator:
     """Mark a hidden test as counting towards the graded cell ``grade_id``."""
     return pytest.mark.grade_id(grade_id)
-
-
-class WorkerTimeout(Exception):
-    """Raised by an isolated implementation whose call ran out of time."""
 
 
 class Subject:
@@ -74,6 +72,11 @@ def verdict_for(exc: BaseException | None) -> tuple[str, str, str | None]:
         return ERROR, f"{exc}: the submission does not define it", None
     if isinstance(exc, WorkerTimeout):
         return TIMEOUT, str(exc), "Look for a loop that never ends."
+    if isinstance(exc, WorkerCrashed):
+        return ERROR, str(exc), None
+    if isinstance(exc, SubmissionError):
+        _, hint = describe_error(exc)
+        return ERROR, f"raised {exc}"[:300], hint
     message, hint = describe_error(exc)
     return ERROR, f"raised {message}", hint
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import attnkit_solutions
@@ -19,13 +20,28 @@ def source_notebook(slug: str) -> Path:
     return NOTEBOOKS / f"{slug}.ipynb"
 
 
+@dataclass(frozen=True)
+class GradedCell:
+    grade_id: str
+    points: float
+    exercise: str
+    """The exercise whose solution cell comes before this graded cell."""
+
+
 @functools.cache
-def load_rubric(slug: str) -> dict[str, float]:
-    """{grade_id: points} for every graded (test) cell of the assignment, in notebook order."""
+def graded_cells(slug: str) -> tuple[GradedCell, ...]:
+    """Every graded (test) cell of the assignment, in notebook order."""
     notebook = json.loads(source_notebook(slug).read_text(encoding="utf-8"))
-    rubric = {}
+    cells, exercise = [], ""
     for cell in notebook["cells"]:
         meta = cell.get("metadata", {}).get("nbgrader", {})
-        if meta.get("grade") and cell["cell_type"] == "code":
-            rubric[meta["grade_id"]] = float(meta["points"])
-    return rubric
+        if meta.get("solution"):
+            exercise = meta["grade_id"]
+        elif meta.get("grade") and cell["cell_type"] == "code":
+            cells.append(GradedCell(meta["grade_id"], float(meta["points"]), exercise))
+    return tuple(cells)
+
+
+def load_rubric(slug: str) -> dict[str, float]:
+    """{grade_id: points} for every graded cell of the assignment, in notebook order."""
+    return {cell.grade_id: cell.points for cell in graded_cells(slug)}

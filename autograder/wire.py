@@ -1,0 +1,111 @@
+"""The byte format between the grader and a sandboxed worker: plain data, no pickle.
+
+A message is one JSON document plus the raw bytes of its arrays:
+
+    [8 bytes: JSON length, big-endian] [JSON] [array bytes, back to back]
+
+In the JSON, an array is ``{"__nd__": [offset, nbytes], "dtype": "<f4", "shape": [2, 3]}``.
+Decoding checks everything that comes from the worker: the framing, that every dtype
+is a plain numeric one from an allowlist, that each array's byte count matches its
+shape, and overall size limits. Nothing in a message can make the grader run code.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+import numpy as np
+
+HEADER = struct.Struct(">Q")
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+MAX_JSON_BYTES = 16 * 1024 * 1024
+ALLOWED_DTYPES = frozenset(
+    np.dtype(t).str
+    for t in (
+        np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+        np.uint64, np.float16, np.float32, np.float64,
+    )
+)  # fmt: skip
+
+
+class WireError(ValueError):
+    """A message that is not well-formed; the worker that sent it is not trusted further."""
+
+
+def encode(value: Any) -> bytes:
+    buffers: list[bytes] = []
+    offset = 0
+
+    def walk(item: Any) -> Any:
+        nonlocal offset
+        if isinstance(item, np.ndarray | np.generic) and not isinstance(item, np.str_):
+            array = np.array(
+                item, copy=True, order="C"
+            )  # keeps 0-d shapes, unlike ascontiguousarray
+            if array.dtype.str not in ALLOWED_DTYPES:
+                array = array.astype(np.float64)
+            data = array.tobytes()
+            ref = {
+                "__nd__": [offset, len(data)],
+                "dtype": array.dtype.str,
+                "shape": list(array.shape),
+            }
+            buffers.append(data)
+            offset += len(data)
+            return ref
+        if isinstance(item, dict):
+            return {str(k): walk(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [walk(v) for v in item]
+        if item is None or isinstance(item, bool | int | float | str):
+            return item
+        return repr(item)[:200]
+
+    document = json.dumps(walk(value), allow_nan=True).encode("utf-8")
+    return HEADER.pack(len(document)) + document + b"".join(buffers)
+
+
+def decode(message: bytes) -> Any:
+    if len(message) < HEADER.size or len(message) > MAX_MESSAGE_BYTES:
+        raise WireError(f"message of {len(message)} bytes is outside the allowed size")
+    (json_length,) = HEADER.unpack_from(message)
+    if json_length > MAX_JSON_BYTES or HEADER.size + json_length > len(message):
+        raise WireError("message header is inconsistent")
+    try:
+        document = json.loads(message[HEADER.size : HEADER.size + json_length].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise WireError(f"message JSON is malformed: {exc}") from None
+    data = memoryview(message)[HEADER.size + json_length :]
+
+    def walk(item: Any, depth: int = 0) -> Any:
+        if depth > 64:
+            raise WireError("message nests too deeply")
+        if isinstance(item, dict):
+            if "__nd__" in item:
+                return array(item)
+            return {k: walk(v, depth + 1) for k, v in item.items()}
+        if isinstance(item, list):
+            return [walk(v, depth + 1) for v in item]
+        return item
+
+    def array(ref: dict[str, Any]) -> np.ndarray:
+        try:
+            (start, nbytes), dtype_str, shape = ref["__nd__"], ref["dtype"], ref["shape"]
+            shape = tuple(int(s) for s in shape)
+        except (KeyError, TypeError, ValueError):
+            raise WireError("array reference is malformed") from None
+        if dtype_str not in ALLOWED_DTYPES:
+            raise WireError(f"dtype {dtype_str!r} is not allowed")
+        dtype = np.dtype(dtype_str)
+        if any(s < 0 for s in shape) or len(shape) > 32:
+            raise WireError("array shape is invalid")
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if not (isinstance(start, int) and isinstance(nbytes, int)) or start < 0:
+            raise WireError("array offsets are invalid")
+        if nbytes != count * dtype.itemsize or start + nbytes > len(data):
+            raise WireError("array bytes do not match its shape")
+        return np.frombuffer(data[start : start + nbytes], dtype=dtype).reshape(shape).copy()
+
+    return walk(document)
