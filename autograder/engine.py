@@ -37,7 +37,7 @@ from attnkit.forbidden import scan_source
 from attnkit.notebook_code import Definitions, NotebookError, extract_definitions, read_code_cells
 
 from .discovery import Submission
-from .harness import ERROR, FAILED, FORBIDDEN, PASSED, TIMEOUT, TestVerdict, run_suite
+from .harness import ERROR, FAILED, FORBIDDEN, INTERNAL, PASSED, TIMEOUT, TestVerdict, run_suite
 from .rubric import graded_cells
 
 SCHEMA = "attnkit-grades/1"
@@ -196,6 +196,10 @@ def grade_submission(
         verdicts = run_suite(impl, slug, reference_implementation(slug))
     finally:
         impl.close()
+    internal = [v for v in verdicts if v.status == INTERNAL]
+    if internal:
+        # A bug in the kit, not the student's doing: refuse to score rather than give a 0.
+        return error_record(submission, internal[0].message)
     tests = score_cells(slug, verdicts, forbidden_calls(slug, definitions))
     return {
         "student": submission.student,
@@ -320,7 +324,7 @@ def grade_all(
     return done, False
 
 
-# -- the gradebook files ------------------------------------------------------------------------------
+# -- the gradebook files ---------------------------------------------------------------------
 
 
 def public_record(record: dict[str, Any]) -> dict[str, Any]:

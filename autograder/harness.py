@@ -33,6 +33,7 @@ from .isolation import SubmissionError, WorkerCrashed, WorkerTimeout
 
 SUITES = Path(__file__).resolve().parent / "suites"
 PASSED, FAILED, ERROR, TIMEOUT, FORBIDDEN = "passed", "failed", "error", "timeout", "forbidden"
+INTERNAL = "internal"  # the grader itself failed: never scored as the student's mistake
 
 
 def grade(grade_id: str) -> pytest.MarkDecorator:
@@ -60,8 +61,12 @@ class TestVerdict:
     hint: str | None = None
 
 
-def verdict_for(exc: BaseException | None) -> tuple[str, str, str | None]:
-    """(status, message, hint) for what a hidden test raised."""
+def verdict_for(exc: BaseException | None, isolated: bool = False) -> tuple[str, str, str | None]:
+    """(status, message, hint) for what a hidden test raised.
+
+    With ``isolated``, student code runs elsewhere and can only reach this process as the
+    exceptions below; anything else raised here is a bug in the grader (INTERNAL).
+    """
     if exc is None:
         return PASSED, "", None
     if isinstance(exc, CheckFailed):
@@ -77,6 +82,8 @@ def verdict_for(exc: BaseException | None) -> tuple[str, str, str | None]:
     if isinstance(exc, SubmissionError):
         _, hint = describe_error(exc)
         return ERROR, f"raised {exc}"[:300], hint
+    if isolated:
+        return INTERNAL, f"the grader failed: {type(exc).__name__}: {exc}"[:300], None
     message, hint = describe_error(exc)
     return ERROR, f"raised {message}", hint
 
@@ -84,7 +91,14 @@ def verdict_for(exc: BaseException | None) -> tuple[str, str, str | None]:
 class SuitePlugin:
     """Provides the fixtures, filters by grade id, and records one verdict per test."""
 
-    def __init__(self, submission: Subject, reference: Subject, grade_ids: set[str] | None):
+    def __init__(
+        self,
+        submission: Subject,
+        reference: Subject,
+        grade_ids: set[str] | None,
+        isolated: bool = False,
+    ) -> None:
+        self.isolated = isolated
         self._submission = submission
         self._reference = reference
         self.grade_ids = grade_ids
@@ -121,7 +135,7 @@ class SuitePlugin:
         if not failed_here:
             return
         exc = call.excinfo.value if call.excinfo is not None else None
-        status, message, hint = verdict_for(exc)
+        status, message, hint = verdict_for(exc, self.isolated)
         grade_id = item.get_closest_marker("grade_id").args[0]
         self.verdicts.append(TestVerdict(item.name, grade_id, status, message, hint))
 
@@ -133,7 +147,8 @@ def run_suite(
     grade_ids: set[str] | None = None,
 ) -> list[TestVerdict]:
     """Run ``slug``'s hidden suite against ``impl``; pytest's own output is discarded."""
-    plugin = SuitePlugin(Subject(impl, slug), Subject(reference, slug), grade_ids)
+    isolated = not isinstance(impl, LocalImplementation)
+    plugin = SuitePlugin(Subject(impl, slug), Subject(reference, slug), grade_ids, isolated)
     suite = SUITES / f"test_{slug}.py"
     args = [
         str(suite),

@@ -128,6 +128,7 @@ class IsolatedSubmission:
         self._tmpdir: str | None = None
         self._next_id = 0
         self.spawned = 0
+        self.timed_out: set[str] = set()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -226,6 +227,10 @@ class IsolatedSubmission:
     ) -> dict[str, Any]:
         if self._remaining() <= 0:
             raise WorkerTimeout("the submission used up its total time budget")
+        target = str(kwargs.get("name", adapter))
+        if target in self.timed_out:
+            # One overrun per exercise is enough evidence; don't pay the timeout again.
+            raise WorkerTimeout(f"not run: an earlier call of {target} ran out of time")
         if self._process is None:
             self._spawn()
         self._next_id += 1
@@ -242,7 +247,11 @@ class IsolatedSubmission:
         except (OSError, ValueError):
             exitcode = self._reap()
             raise WorkerCrashed(f"the submission's process {describe_exit(exitcode)}") from None
-        reply = self._receive(self._call_deadline(), f"running {adapter}")
+        try:
+            reply = self._receive(self._call_deadline(), f"running {target}")
+        except WorkerTimeout:
+            self.timed_out.add(target)
+            raise
         if not isinstance(reply, dict) or reply.get("id") != call_id:
             self.kill()
             raise WorkerCrashed("the submission's process sent an unexpected reply")

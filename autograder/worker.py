@@ -42,6 +42,59 @@ _execute_definitions = execute_definitions
 HIDDEN_PACKAGES = ("attnkit_solutions", "attnkit_autograder")
 
 
+def _modules_to_guard() -> list[Any]:
+    import builtins
+    import json
+
+    import numpy
+    import numpy.testing
+    import torch
+    import torch.nn.functional
+    import torch.testing
+
+    return [
+        builtins,
+        json,
+        numpy,
+        numpy.testing,
+        torch,
+        torch.testing,
+        torch.nn.functional,
+        torch.Tensor,
+    ]
+
+
+class Snapshot:
+    """The attributes of the modules a submission might patch, as the zygote had them.
+
+    Restored before every call, so ``numpy.allclose = lambda *a: True`` or a patched
+    ``builtins.isinstance`` can neither fool the adapters nor break their answers.
+    """
+
+    def __init__(self) -> None:
+        self.saved = [(m, dict(vars(m))) for m in _modules_to_guard()]
+
+    def restore(self) -> None:
+        for owner, attributes in self.saved:
+            current = vars(owner)
+            # Plain try/except rather than contextlib.suppress: nothing here may depend on
+            # a module the submission could have patched.
+            for name in [n for n in current if n not in attributes]:
+                try:  # noqa: SIM105
+                    delattr(owner, name)
+                except (AttributeError, TypeError):
+                    pass
+            for name, value in attributes.items():
+                if current.get(name, _MISSING) is not value:
+                    try:  # noqa: SIM105
+                        setattr(owner, name, value)
+                    except (AttributeError, TypeError):
+                        pass
+
+
+_MISSING = object()
+
+
 @dataclass(frozen=True)
 class SandboxLimits:
     memory_bytes: int = 2 * 1024**3
@@ -132,18 +185,24 @@ def _owned(pid: str) -> bool:
 
 def serve(conn: Any, limits: SandboxLimits) -> None:
     """The worker's main loop (the target the zygote forks)."""
+    snapshot = Snapshot()
     info = enter_sandbox(limits)
     conn.send_bytes(_encode({"ready": info}))
     namespace: dict[str, Any] = {"__name__": "submission"}
     while True:
+        snapshot.restore()
         try:
             request = _decode(conn.recv_bytes())
         except EOFError:
             return
-        conn.send_bytes(_encode(handle(request, namespace)))
+        reply = handle(request, namespace, snapshot)
+        snapshot.restore()
+        conn.send_bytes(_encode(reply))
 
 
-def handle(request: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
+def handle(
+    request: dict[str, Any], namespace: dict[str, Any], snapshot: Snapshot
+) -> dict[str, Any]:
     if request.get("op") == "load":
         statements = [Statement(**s) for s in request["statements"]]
         notes = _execute_definitions(Definitions(statements=statements), namespace)
@@ -153,6 +212,7 @@ def handle(request: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]
         adapter = _ADAPTERS[request["adapter"]]
         with _tripwires(request.get("forbidden", ())) as used:
             result = adapter(namespace, **request["kwargs"])
+        snapshot.restore()  # whatever the call patched, describe its answer with the originals
         result["forbidden_used"] = sorted(set(used))
         return {"id": call_id, "ok": result}
     except BaseException as exc:  # everything is reported; the grader decides
