@@ -133,8 +133,10 @@ def run_module(
     with torch.set_grad_enabled(grad_output is not None):
         out = module(*tensors)
         grads: dict[str, Any] = {}
-        if grad_output is not None:
-            first = out[0] if isinstance(out, tuple | list) else out
+        first = out[0] if isinstance(out, tuple | list) else out
+        # Only a tensor that carries a graph can be differentiated; anything else is
+        # reported through its description (wrong kind, NaN, ...) instead of a crash here.
+        if grad_output is not None and isinstance(first, torch.Tensor) and first.requires_grad:
             (first * to_torch(grad_output)).sum().backward()
             grads = {
                 n: None if p.grad is None else p.grad.detach().numpy().copy()

@@ -231,24 +231,35 @@ def grade_safely(submission: Submission, settings: GradeSettings, slot: int) -> 
 # -- many submissions, in parallel ----------------------------------------------------------------
 
 
+_stopping = False
+
+
 def stop_on_sigterm(signum: int, frame: Any) -> None:
-    # SystemExit unwinds through grade_submission's `finally`, which kills the worker.
-    raise SystemExit(128 + signum)
+    """Stop grading now. KeyboardInterrupt, because pytest would record a SystemExit raised
+    inside a test as that test's failure and carry on; KeyboardInterrupt ends its session."""
+    global _stopping
+    _stopping = True
+    raise KeyboardInterrupt
 
 
 def grader_process(slot: int, tasks: Any, results: Any, settings: GradeSettings) -> None:
     """One grader: take submissions from ``tasks``, write their result files, report back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides when to stop
     signal.signal(signal.SIGTERM, stop_on_sigterm)
-    with contextlib.redirect_stdout(io.StringIO()):
-        while True:
-            item = tasks.get()
-            if item is None:
-                return
-            submission, target = Submission(**item[0]), Path(item[1])
-            record = grade_safely(submission, settings, slot)
-            write_atomic(target, json.dumps(record, indent=1, sort_keys=True) + "\n")
-            results.put((submission.key, record["status"]))
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            while not _stopping:
+                item = tasks.get()
+                if item is None:
+                    return
+                submission, target = Submission(**item[0]), Path(item[1])
+                record = grade_safely(submission, settings, slot)
+                if _stopping:
+                    return  # never record a submission whose grading was cut short
+                write_atomic(target, json.dumps(record, indent=1, sort_keys=True) + "\n")
+                results.put((submission.key, record["status"]))
+    except KeyboardInterrupt:
+        return  # the worker was killed on the way out (grade_submission's finally)
 
 
 @contextlib.contextmanager

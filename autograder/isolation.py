@@ -34,6 +34,7 @@ PRELOAD = [
     "attnkit.notebook_code",
     "attnkit_autograder.wire",
     "attnkit_autograder.landlock",
+    "attnkit_autograder.privileges",
     "attnkit_autograder.worker",
 ]
 SLOT_UID_BASE = 61_000
@@ -68,6 +69,24 @@ def clean_environment() -> Iterator[None]:
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def bare_main_module() -> Iterator[None]:
+    """Hide the grader's ``__main__`` while a worker starts.
+
+    multiprocessing otherwise re-imports the parent's main module in the child (before
+    the sandbox is up), which would load grader code into the worker's memory.
+    """
+    import sys
+    import types
+
+    saved = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = saved
 
 
 _context: multiprocessing.context.BaseContext | None = None
@@ -147,10 +166,12 @@ class IsolatedSubmission:
             uid=self._uid(),
             tmpdir=self._tmpdir,
             readable=worker.readable_paths(),
+            listable=tuple(worker.site_packages()),
         )
         parent_end, child_end = context.Pipe(duplex=True)
         process = context.Process(target=worker.serve, args=(child_end, limits), daemon=True)
-        process.start()
+        with bare_main_module():
+            process.start()
         child_end.close()
         self._process, self._conn = process, parent_end
         self.spawned += 1

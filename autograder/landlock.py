@@ -67,8 +67,13 @@ def handled_fs(abi: int) -> int:
     return access
 
 
-def restrict_self(read_only: Iterable[str], read_write: Iterable[str]) -> int:
+def restrict_self(
+    read_only: Iterable[str], read_write: Iterable[str], list_only: Iterable[str] = ()
+) -> int:
     """Allow only these paths (and their contents) from now on; block TCP and outside signals.
+
+    ``list_only`` folders may be listed but their files not read (unless a ``read_only``
+    rule allows them): the import system needs to list site-packages.
 
     Returns the ABI version used. Raises LandlockError if the kernel refuses.
     """
@@ -87,7 +92,8 @@ def restrict_self(read_only: Iterable[str], read_write: Iterable[str]) -> int:
     if ruleset < 0:
         raise LandlockError(ctypes.get_errno(), "landlock_create_ruleset failed")
     try:
-        for paths, access in ((read_only, READ_ONLY), (read_write, fs_access)):
+        rules = ((read_only, READ_ONLY), (read_write, fs_access), (list_only, FS_READ_DIR))
+        for paths, access in rules:
             for path in paths:
                 _add_path(libc, ruleset, path, access & fs_access)
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

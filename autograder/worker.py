@@ -8,7 +8,8 @@ before any student code runs, :func:`enter_sandbox`:
 1. moves the worker into its own process group (so the grader can kill all of it);
 2. sends stdin/stdout/stderr to /dev/null (printing megabytes costs nothing);
 3. sets resource limits: address space, CPU seconds, processes, file size, no core dumps;
-4. drops root privileges to a per-slot uid when the grader runs as root;
+4. drops root privileges to a per-slot uid when the grader runs as root (keeping only
+   the right to read files that Landlock allows, see :mod:`.privileges`);
 5. applies Landlock: read-only access to the interpreter and its libraries (minus the
    kit's references and hidden suites), writes only in a private temp folder, no TCP,
    no signals or abstract sockets outside the sandbox.
@@ -30,7 +31,7 @@ from attnkit.adapters import ADAPTERS
 from attnkit.forbidden import tripwires
 from attnkit.notebook_code import Definitions, Statement, execute_definitions
 
-from . import landlock
+from . import landlock, privileges
 from .wire import decode, encode
 
 # Bound at import (in the zygote), before any submission can patch the modules.
@@ -104,12 +105,21 @@ class SandboxLimits:
     uid: int | None = None
     tmpdir: str = ""
     readable: tuple[str, ...] = field(default_factory=tuple)
+    listable: tuple[str, ...] = field(default_factory=tuple)
+
+
+def site_packages() -> list[str]:
+    return sorted(
+        site
+        for site in {sysconfig.get_paths()[k] for k in ("purelib", "platlib")} | set(sys.path)
+        if site and os.path.isdir(site) and site.rstrip("/").endswith("-packages")
+    )
 
 
 def readable_paths() -> tuple[str, ...]:
     """What a worker may read: the interpreter, its libraries and the public kit package.
 
-    Site-packages folders are listed entry by entry so that the kit's references and
+    Site-packages folders are allowed entry by entry so that the kit's references and
     hidden suites can be left out even when they are installed there.
     """
     import attnkit
@@ -121,14 +131,14 @@ def readable_paths() -> tuple[str, ...]:
         "/lib",
         "/lib64",
         "/usr/share/zoneinfo",
-        "/etc",
         "/proc",
         "/sys",
         os.path.dirname(attnkit.__file__),
     }
-    for site in {sysconfig.get_paths()[k] for k in ("purelib", "platlib")} | set(sys.path):
-        if not site or not os.path.isdir(site) or not site.rstrip("/").endswith("-packages"):
-            continue
+    # Only the few files of /etc a Python process reads: never all of it (/etc/shadow).
+    etc = ("ld.so.cache", "localtime", "timezone", "passwd", "group", "nsswitch.conf")
+    paths |= {f"/etc/{name}" for name in etc}
+    for site in site_packages():
         for entry in os.listdir(site):
             if not entry.startswith(HIDDEN_PACKAGES) and not entry.startswith("__editable__"):
                 paths.add(os.path.join(site, entry))
@@ -158,9 +168,7 @@ def enter_sandbox(limits: SandboxLimits) -> dict[str, Any]:
         if limits.tmpdir:
             os.chown(limits.tmpdir, limits.uid, limits.uid)
         resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
-        os.setgroups([])
-        os.setresgid(limits.uid, limits.uid, limits.uid)
-        os.setresuid(limits.uid, limits.uid, limits.uid)
+        privileges.drop_to(limits.uid)
     else:
         own = sum(1 for p in os.listdir("/proc") if p.isdigit() and _owned(p))
         cap = own + limits.max_processes
@@ -172,7 +180,7 @@ def enter_sandbox(limits: SandboxLimits) -> dict[str, Any]:
     abi = 0
     if landlock.abi_version() >= 1:
         writable = [limits.tmpdir] if limits.tmpdir else []
-        abi = landlock.restrict_self(limits.readable, [*writable, os.devnull])
+        abi = landlock.restrict_self(limits.readable, [*writable, os.devnull], limits.listable)
     return {"landlock_abi": abi, "uid": os.getuid()}
 
 
