@@ -164,12 +164,34 @@ def cmd_grade(args: argparse.Namespace) -> int:
         records = engine.write_gradebook(args.out)
     print(engine.summary_table(records))
     print(f"wrote {args.out / 'grades.json'} and {args.out / 'grades.csv'}")
+    nbgrader_gradebook = instructor_module("attnkit_autograder.nbgrader_gradebook")
+    course = args.gradebook or nbgrader_gradebook.find_course(args.submissions)
+    if course is not None and not interrupted:
+        for note in nbgrader_gradebook.push_grades(course, records):
+            print(f"note: {note}")
+        print(f"grades written to the nbgrader gradebook of {course}")
     if interrupted:
         print(
             "interrupted: the results so far are saved; run the same command to resume",
             file=sys.stderr,
         )
         return 130
+    return 0
+
+
+def cmd_gradescope(args: argparse.Namespace) -> int:
+    """Build a Gradescope autograder zip for one assignment."""
+    gradescope = instructor_module("attnkit_autograder.gradescope")
+    from .assignments import get_assignment
+
+    try:
+        slug = get_assignment(args.assignment).slug
+    except KeyError as exc:
+        raise KitError(exc.args[0]) from None
+    kit_root = Path(__file__).resolve().parent.parent
+    path = gradescope.build_zip(args.zip, slug, args.visibility, kit_root)
+    gradescope.verify_scripts_parse(path)
+    print(f"wrote {path}: upload it as the autograder of {slug} on Gradescope")
     return 0
 
 
@@ -253,7 +275,28 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--timeout", type=float, default=10.0, help="seconds per hidden test call")
     grade.add_argument("--budget", type=float, default=120.0, help="seconds per submission")
     grade.add_argument("--memory-mb", type=int, default=2048, help="memory per submission (MiB)")
+    grade.add_argument(
+        "--gradebook",
+        type=Path,
+        metavar="COURSE",
+        help="also write the grades into this nbgrader course's gradebook (automatic when "
+        "SUBMISSIONS is a course or its submitted/ folder)",
+    )
     grade.set_defaults(handler=cmd_grade)
+
+    gradescope = commands.add_parser(
+        "gradescope",
+        help="(instructors) build a Gradescope autograder zip for an assignment",
+    )
+    gradescope.add_argument("zip", type=Path, metavar="OUT.zip")
+    gradescope.add_argument("--assignment", required=True, help="e.g. 2 or 02_self_attention")
+    gradescope.add_argument(
+        "--visibility",
+        default="after_published",
+        choices=["hidden", "after_due_date", "after_published"],
+        help="when students see the hidden tests' results (default: after_published)",
+    )
+    gradescope.set_defaults(handler=cmd_gradescope)
     return parser
 
 

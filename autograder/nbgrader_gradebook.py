@@ -1,0 +1,58 @@
+"""Put ``attnkit grade`` results into an nbgrader course's gradebook, through nbgrader's API.
+
+After this, ``nbgrader export`` and formgrader show the kit's grades as if nbgrader had
+autograded the notebooks itself: each graded cell's ``auto_score`` is the points the
+kit awarded it. The assignment must exist in the gradebook (``nbgrader
+generate_assignment`` creates it); students and submissions are created as needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from attnkit.errors import KitError
+
+
+def find_course(path: Path) -> Path | None:
+    """The nbgrader course folder that ``path`` is, or holds ``submitted/`` for."""
+    for candidate in (path, path.parent):
+        if (candidate / "nbgrader_config.py").is_file() and (candidate / "gradebook.db").is_file():
+            return candidate
+    return None
+
+
+def push_grades(course: Path, records: list[dict[str, Any]]) -> list[str]:
+    """Write each record's points into the gradebook; returns notes on what was skipped."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    database = course / "gradebook.db"
+    if not database.is_file():
+        raise KitError(
+            f"{course} has no gradebook.db.", "Run `nbgrader generate_assignment` first."
+        )
+    notes = []
+    with Gradebook(f"sqlite:///{database}") as gradebook:
+        for record in records:
+            slug, student = record["assignment"], record["student"]
+            if slug is None:
+                continue
+            try:
+                gradebook.find_assignment(slug)
+            except MissingEntry:
+                notes.append(f"{slug} is not in the gradebook: run nbgrader generate_assignment")
+                continue
+            gradebook.update_or_create_student(student)
+            try:
+                gradebook.find_submission(slug, student)
+            except MissingEntry:
+                gradebook.add_submission(slug, student)
+            for test in record["tests"]:
+                try:
+                    grade = gradebook.find_grade(test["grade_id"], slug, slug, student)
+                except MissingEntry:
+                    notes.append(f"{student}/{slug}: no graded cell {test['grade_id']}")
+                    continue
+                grade.auto_score = float(test["points"])
+            gradebook.db.commit()
+    return notes
