@@ -62,8 +62,9 @@ def test_gradescope_autograder_runs_and_writes_results_json(tmp_path: Path) -> N
     # Gradescope's layout, with this machine's environment standing in for setup.sh.
     home = tmp_path / "autograder"
     released = released_notebook(SLUG, ROOT / "assignments")
+    # A wrong embed_one_hot: worth 1 point, and no other exercise uses it.
     write_notebook(
-        fill_notebook(released, SLUG, {"softmax": "return x"}),
+        fill_notebook(released, SLUG, {"embed_one_hot": "return E[token_ids] * 0"}),
         home / "submission" / f"{SLUG}.ipynb",
     )
     script = (home / "run_autograder").read_text()
