@@ -170,7 +170,12 @@ def load_state(module: Any, state: Mapping[str, np.ndarray]) -> None:
 
 
 def transfer_weights(
-    ns: Namespace, d_in: int, d_out: int, seed: int = 0, qkv_bias: bool = False
+    ns: Namespace,
+    d_in: int,
+    d_out: int,
+    seed: int = 0,
+    qkv_bias: bool = False,
+    name: str = "copy_v2_weights_into_v1",
 ) -> dict[str, Any]:
     """Build a v2 and a v1, call ``copy_v2_weights_into_v1(v2, v1)``, return both states.
 
@@ -182,7 +187,7 @@ def transfer_weights(
     torch.manual_seed(seed)
     v2 = lookup(ns, "SelfAttention_v2")(d_in, d_out, qkv_bias=qkv_bias)
     v1 = lookup(ns, "SelfAttention_v1")(d_in, d_out)
-    copy = lookup(ns, "copy_v2_weights_into_v1")
+    copy = lookup(ns, name)
     raised = None
     if qkv_bias:
         try:

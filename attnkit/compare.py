@@ -145,7 +145,7 @@ def expect_array(
         else:
             at = tuple(int(i) for i in np.unravel_index(np.argmax(diff - tolerance), diff.shape))
         raise CheckFailed(
-            f"{what} has wrong values: largest difference {diff.max():.4g} at {list(at)} "
+            f"wrong values in {what}: largest difference {diff.max():.4g} at {list(at)} "
             f"(expected {_fmt(expected64[at])}, got {_fmt(got64[at])}); "
             f"near there, expected {_window(expected64, at)} got {_window(got64, at)}"
         )

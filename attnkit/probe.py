@@ -71,4 +71,11 @@ class Probe:
     def transfer(
         self, d_in: int, d_out: int, seed: int = 0, qkv_bias: bool = False
     ) -> dict[str, Any]:
-        return self._run("transfer_weights", d_in=d_in, d_out=d_out, seed=seed, qkv_bias=qkv_bias)
+        return self._run(
+            "transfer_weights",
+            name=self.exercise.name,
+            d_in=d_in,
+            d_out=d_out,
+            seed=seed,
+            qkv_bias=qkv_bias,
+        )

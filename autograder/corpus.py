@@ -11,41 +11,18 @@ from __future__ import annotations
 
 import ast
 import copy
-import functools
 import inspect
 import json
 import textwrap
-import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from attnkit.diagnosis import Mistake, load_mistakes
 from attnkit_solutions.exercises import reference_object
 
-CATALOGUE = Path(__file__).resolve().parent / "mistakes.toml"
+__all__ = ["Mistake", "fill_notebook", "hostile_corpus", "load_mistakes", "released_notebook"]
+
 STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
-
-
-@dataclass(frozen=True)
-class Mistake:
-    assignment: str
-    exercise: str
-    id: str
-    title: str
-    symptom: str
-    hint: str
-    code: str
-
-    @property
-    def key(self) -> str:
-        return f"{self.assignment}/{self.exercise}/{self.id}"
-
-
-@functools.cache
-def load_mistakes() -> tuple[Mistake, ...]:
-    with CATALOGUE.open("rb") as handle:
-        entries = tomllib.load(handle)["mistake"]
-    return tuple(Mistake(**{**e, "code": textwrap.dedent(e["code"]).strip()}) for e in entries)
 
 
 def reference_body(slug: str, exercise: str) -> str:

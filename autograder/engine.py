@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkit.assignments import ASSIGNMENTS
+from attnkit.diagnosis import RecordingImplementation, diagnose
 from attnkit.errors import KitError
 from attnkit.forbidden import scan_source
 from attnkit.notebook_code import Definitions, NotebookError, extract_definitions, read_code_cells
@@ -103,6 +104,7 @@ def error_record(submission: Submission, reason: str) -> dict[str, Any]:
                 "hint": None,
                 "checks_passed": 0,
                 "checks_total": 0,
+                "diagnosis": None,
             }
             for c in cells
         ],
@@ -157,9 +159,39 @@ def score_cells(
                 "hint": None if first is None else first.hint,
                 "checks_passed": passed,
                 "checks_total": len(mine),
+                "diagnosis": None,
             }
         )
     return tests
+
+
+def explain_failures(slug: str, tests: list[dict[str, Any]], calls: dict[str, list]) -> None:
+    """Name the classic mistake behind each failing exercise, and failures inherited from
+    an earlier exercise the failing one calls. Passing cells are never annotated."""
+    from attnkit_solutions.exercises import reference_namespace
+
+    explained = (FAILED, ERROR, FORBIDDEN)
+    failing = {t["exercise"] for t in tests if t["status"] in explained}
+    base = reference_namespace(slug)
+    found = {e: diagnose(slug, e, calls.get(e, []), base) for e in sorted(failing)}
+    assignment = ASSIGNMENTS[slug]
+    for test in tests:
+        if test["status"] not in explained:
+            continue
+        mistake = found.get(test["exercise"])
+        if mistake is not None:
+            test["diagnosis"] = {
+                "id": mistake.id,
+                "title": mistake.title,
+                "symptom": mistake.symptom,
+            }
+            test["hint"] = mistake.hint
+        upstream = sorted(set(assignment.exercise(test["exercise"]).uses) & failing)
+        if upstream and mistake is None:
+            test["hint"] = (
+                f"{test['exercise']} calls your {', '.join(upstream)}, which fails its own "
+                "tests: fix that first, and this may pass too."
+            )
 
 
 def grade_submission(
@@ -192,8 +224,9 @@ def grade_submission(
         memory_bytes=settings.memory_mb * 1024**2,
         label=submission.key,
     )
+    recorder = RecordingImplementation(impl)
     try:
-        verdicts = run_suite(impl, slug, reference_implementation(slug))
+        verdicts = run_suite(recorder, slug, reference_implementation(slug))
     finally:
         impl.close()
     internal = [v for v in verdicts if v.status == INTERNAL]
@@ -201,6 +234,7 @@ def grade_submission(
         # A bug in the kit, not the student's doing: refuse to score rather than give a 0.
         return error_record(submission, internal[0].message)
     tests = score_cells(slug, verdicts, forbidden_calls(slug, definitions))
+    explain_failures(slug, tests, recorder.calls)
     return {
         "student": submission.student,
         "assignment": slug,

@@ -147,7 +147,7 @@ def run_suite(
     grade_ids: set[str] | None = None,
 ) -> list[TestVerdict]:
     """Run ``slug``'s hidden suite against ``impl``; pytest's own output is discarded."""
-    isolated = not isinstance(impl, LocalImplementation)
+    isolated = not isinstance(getattr(impl, "inner", impl), LocalImplementation)
     plugin = SuitePlugin(Subject(impl, slug), Subject(reference, slug), grade_ids, isolated)
     suite = SUITES / f"test_{slug}.py"
     args = [

@@ -33,6 +33,8 @@ def render_exercise(name: str, results: list[CheckResult], verbose: bool = True)
             lines.append(f"  [{mark}] {result.description}")
             if result.message:
                 lines.append(f"        {result.message}")
+            if result.diagnosis:
+                lines.append(f"        looks like a classic mistake: {result.diagnosis}")
             if result.hint:
                 lines.append(f"        hint: {result.hint}")
     return "\n".join(lines)

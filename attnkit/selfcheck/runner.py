@@ -6,11 +6,12 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..adapters import MissingDefinition
 from ..assignments import ASSIGNMENTS
 from ..compare import CheckFailed
+from ..diagnosis import RecordingImplementation, diagnose
 from ..implementation import Implementation
 from ..probe import Probe
 from .registry import REGISTRY, VisibleCheck
@@ -26,6 +27,8 @@ class CheckResult:
     status: str
     message: str = ""
     hint: str | None = None
+    diagnosis: str | None = None
+    """The classic mistake the failure matches, if any (set on the first failing check)."""
 
 
 class CheckTimeout(Exception):
@@ -101,7 +104,8 @@ def run_exercise(
 ) -> list[CheckResult]:
     """Run every visible check of one exercise; stop early if it is not there at all."""
     assignment = ASSIGNMENTS[slug]
-    probe = Probe(impl, assignment.exercise(exercise_name), assignment.framework)
+    recorder = RecordingImplementation(impl)
+    probe = Probe(recorder, assignment.exercise(exercise_name), assignment.framework)
     results: list[CheckResult] = []
     for check in visible_checks(slug, exercise_name):
         try:
@@ -140,4 +144,24 @@ def run_exercise(
             results.append(CheckResult(exercise_name, check.description, ERROR, message, hint))
         else:
             results.append(CheckResult(exercise_name, check.description, PASSED))
+    return with_diagnosis(results, slug, exercise_name, recorder, impl)
+
+
+def with_diagnosis(
+    results: list[CheckResult],
+    slug: str,
+    exercise_name: str,
+    recorder: RecordingImplementation,
+    impl: Implementation,
+) -> list[CheckResult]:
+    """Attach the matching classic mistake to the first failing check, if there is one."""
+    failing = [i for i, r in enumerate(results) if r.status in (FAILED, FORBIDDEN, ERROR)]
+    namespace = getattr(impl, "namespace", None)
+    if not failing or namespace is None:
+        return results
+    mistake = diagnose(slug, exercise_name, recorder.calls.get(exercise_name, []), namespace)
+    if mistake is None:
+        return results
+    first = failing[0]
+    results[first] = replace(results[first], diagnosis=mistake.title, hint=mistake.hint)
     return results
