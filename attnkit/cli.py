@@ -148,10 +148,17 @@ def cmd_grade(args: argparse.Namespace) -> int:
             "Give a folder per student, nbgrader's submitted/ folder, or notebook files.",
         )
     settings = engine.GradeSettings(
-        call_timeout=args.timeout, budget=args.budget, memory_mb=args.memory_mb
+        call_timeout=args.timeout,
+        budget=args.budget,
+        memory_mb=args.memory_mb,
+        feedback=args.feedback,
     )
     with engine.exclusive(args.out):
-        todo = [s for s in submissions if args.force or not engine.already_graded(args.out, s)]
+        todo = [
+            s
+            for s in submissions
+            if args.force or not engine.already_graded(args.out, s, args.feedback)
+        ]
         skipped = len(submissions) - len(todo)
         if skipped:
             print(
@@ -162,8 +169,13 @@ def cmd_grade(args: argparse.Namespace) -> int:
                 submissions, args.out, settings, args.jobs, args.force, progress=bar.update
             )
         records = engine.write_gradebook(args.out)
+        if args.feedback:
+            feedback = instructor_module("attnkit_autograder.feedback")
+            reports = feedback.write_feedback(args.out)
     print(engine.summary_table(records))
     print(f"wrote {args.out / 'grades.json'} and {args.out / 'grades.csv'}")
+    if args.feedback:
+        print(f"wrote {len(reports)} feedback reports (HTML and text) in {args.out / 'feedback'}")
     nbgrader_gradebook = instructor_module("attnkit_autograder.nbgrader_gradebook")
     course = args.gradebook or nbgrader_gradebook.find_course(args.submissions)
     if course is not None and not interrupted:
@@ -275,6 +287,11 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--timeout", type=float, default=10.0, help="seconds per hidden test call")
     grade.add_argument("--budget", type=float, default=120.0, help="seconds per submission")
     grade.add_argument("--memory-mb", type=int, default=2048, help="memory per submission (MiB)")
+    grade.add_argument(
+        "--feedback",
+        action="store_true",
+        help="also write a feedback report per submission: OUT/feedback/<student>/*.html, .txt",
+    )
     grade.add_argument(
         "--gradebook",
         type=Path,

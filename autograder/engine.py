@@ -51,6 +51,8 @@ class GradeSettings:
     call_timeout: float = 10.0
     budget: float = 120.0
     memory_mb: int = 2048
+    feedback: bool = False
+    """Also collect what the feedback report shows (the attention heatmaps)."""
 
 
 def sha256_file(path: Path) -> str:
@@ -225,8 +227,13 @@ def grade_submission(
         label=submission.key,
     )
     recorder = RecordingImplementation(impl)
+    heatmap = None
     try:
         verdicts = run_suite(recorder, slug, reference_implementation(slug))
+        if settings.feedback:
+            from .feedback import collect_heatmap
+
+            heatmap = collect_heatmap(slug, impl, reference_implementation(slug))
     finally:
         impl.close()
     internal = [v for v in verdicts if v.status == INTERNAL]
@@ -246,6 +253,7 @@ def grade_submission(
         "max_score": sum(t["max_points"] for t in tests),
         "tests": tests,
         "notes": definitions.notes + impl.notes,
+        "heatmap": heatmap,
         "run": {
             "seconds": round(time.monotonic() - started, 3),
             "workers_started": impl.spawned,
@@ -310,11 +318,14 @@ def exclusive(out: Path) -> Iterator[None]:
         yield
 
 
-def already_graded(out: Path, submission: Submission) -> bool:
+def already_graded(out: Path, submission: Submission, feedback: bool = False) -> bool:
+    """Graded before, from the same file (and with the feedback data, if it is wanted now)."""
     path = result_path(out, submission)
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return False
+    if feedback and record.get("status") == "graded" and "heatmap" not in record:
         return False
     return record.get("source_sha256") == sha256_file(submission.path)
 
@@ -328,7 +339,7 @@ def grade_all(
     progress: Callable[[int], Any] | None = None,
 ) -> tuple[int, bool]:
     """Grade every submission not yet graded; returns (how many were graded now, interrupted)."""
-    todo = [s for s in submissions if force or not already_graded(out, s)]
+    todo = [s for s in submissions if force or not already_graded(out, s, settings.feedback)]
     if not todo:
         return 0, False
     context = multiprocessing.get_context("spawn")
@@ -373,8 +384,9 @@ def grade_all(
 
 
 def public_record(record: dict[str, Any]) -> dict[str, Any]:
-    """A result without what changes from run to run (timings, sandbox details)."""
-    return {k: v for k, v in record.items() if k != "run"}
+    """A result without what changes from run to run (timings, sandbox details) and without
+    the feedback report's bulky data."""
+    return {k: v for k, v in record.items() if k not in ("run", "heatmap")}
 
 
 def collect(out: Path) -> list[dict[str, Any]]:

@@ -123,6 +123,7 @@ def readable_paths() -> tuple[str, ...]:
     hidden suites can be left out even when they are installed there.
     """
     import attnkit
+    import attnkit_data
 
     paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")}
     paths |= {
@@ -134,6 +135,7 @@ def readable_paths() -> tuple[str, ...]:
         "/proc",
         "/sys",
         os.path.dirname(attnkit.__file__),
+        os.path.dirname(attnkit_data.__file__),  # public: lessons import the dataloader
     }
     # Only the few files of /etc a Python process reads: never all of it (/etc/shadow).
     etc = ("ld.so.cache", "localtime", "timezone", "passwd", "group", "nsswitch.conf")
