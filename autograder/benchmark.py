@@ -1,0 +1,262 @@
+"""Measure grading speed: ``attnkit grade`` against ``nbgrader autograde``, in one run.
+
+    python -m attnkit_autograder.benchmark --submissions 1000 --nbgrader-sample 12
+
+builds submissions of one assignment from its released notebook (correct ones, ones with
+a catalogued mistake, one that loops forever and one damaged file), grades them all with
+``attnkit grade`` and a sample of the same files with the real ``nbgrader autograde``,
+and prints wall time per submission and in total, submissions per second, the peak
+resident memory of each grader's whole process tree, and the ratio between the two. It
+also times the student paths: ``attnkit check`` from a shell, and the in-notebook check.
+
+It prints figures; it asserts nothing. The targets are discussed in README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from attnkit.diagnosis import mistakes_for
+
+from .corpus import fill_notebook, released_notebook, write_notebook
+from .course import run_nbgrader, write_course_skeleton
+
+ROOT = Path(__file__).resolve().parent.parent
+ASSIGNMENTS_DIR = ROOT / "assignments"
+LOOP = "while True:\n    pass"
+
+
+class PeakMemory:
+    """Samples the resident memory of a process and all its descendants, keeping the peak."""
+
+    def __init__(self, pid: int, interval: float = 0.05) -> None:
+        self.pid, self.interval, self.peak = pid, interval, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, tree_rss(self.pid))
+            self._stop.wait(self.interval)
+
+
+def tree_rss(root: int) -> int:
+    """Sum of RSS (bytes) over ``root`` and every descendant."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            parent, resident = int(fields[1]), int(fields[21])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+        rss[int(entry)] = resident * page
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def build_submissions(folder: Path, slug: str, count: int) -> dict[str, int]:
+    """count submissions: 1 loops, 1 is damaged, the rest alternate correct and mistaken."""
+    released = released_notebook(slug, ASSIGNMENTS_DIR)
+    from attnkit.assignments import ASSIGNMENTS
+
+    mistakes = [m for e in ASSIGNMENTS[slug].exercises for m in mistakes_for(slug, e.name)]
+    correct = fill_notebook(released, slug)
+    kinds = {"correct": 0, "mistake": 0, "timeout": 0, "damaged": 0}
+    folder.mkdir(parents=True, exist_ok=True)
+    for index in range(count):
+        path = folder / f"s{index:04d}_{slug}.ipynb"
+        if index == 1:
+            last = ASSIGNMENTS[slug].exercises[-1].name
+            write_notebook(fill_notebook(released, slug, {last: LOOP}), path)
+            kinds["timeout"] += 1
+        elif index == 2:
+            path.write_text('{"cells": [')
+            kinds["damaged"] += 1
+        elif index % 2 == 0 or not mistakes:
+            write_notebook(correct, path)
+            kinds["correct"] += 1
+        else:
+            mistake = mistakes[(index // 2) % len(mistakes)]
+            write_notebook(fill_notebook(released, slug, {mistake.exercise: mistake.code}), path)
+            kinds["mistake"] += 1
+    return kinds
+
+
+def timed(command: list[str], cwd: Path | None = None) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS of the process tree in bytes, exit code)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    with PeakMemory(process.pid) as memory:
+        code = process.wait()
+    return time.perf_counter() - started, memory.peak, code
+
+
+def bench_attnkit(folder: Path, out: Path, jobs: int, timeout: float) -> dict[str, float]:
+    command = [
+        sys.executable,
+        "-m",
+        "attnkit",
+        "grade",
+        str(folder),
+        "--out",
+        str(out),
+        "--jobs",
+        str(jobs),
+        "--timeout",
+        str(timeout),
+    ]
+    wall, peak, code = timed(command)
+    records = json.loads((out / "grades.json").read_text())["submissions"]
+    slowest = max(
+        (
+            json.loads(p.read_text())["run"]["seconds"]
+            for p in (out / "results").glob("*/*.json")
+            if "run" in json.loads(p.read_text())
+        ),
+        default=0.0,
+    )
+    return {
+        "wall": wall,
+        "peak": peak,
+        "code": code,
+        "graded": len(records),
+        "slowest_submission": slowest,
+    }
+
+
+def bench_nbgrader(folder: Path, slug: str, sample: int, work: Path) -> dict[str, float]:
+    """nbgrader autograde on the first ``sample`` honest submissions (correct or mistaken)."""
+    course = work / "course"
+    write_course_skeleton(course, [slug])
+    (course / "nbgrader_config.py").write_text(
+        (course / "nbgrader_config.py").read_text() + "c.ExecutePreprocessor.timeout = 60\n"
+    )
+    run_nbgrader(course, "generate_assignment", slug, "--force", "--create")
+    honest = sorted(folder.glob("*.ipynb"))
+    honest = [p for p in honest if not p.name.startswith(("s0001_", "s0002_"))][:sample]
+    for path in honest:
+        student = path.name.split("_")[0]
+        target = course / "submitted" / student / slug / f"{slug}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    command = [sys.executable, "-m", "nbgrader", "autograde", slug, "--force"]
+    wall, peak, code = timed(command, cwd=course)
+    return {"wall": wall, "peak": peak, "code": code, "graded": len(honest)}
+
+
+def bench_check(slug: str, work: Path, repeats: int = 3) -> dict[str, float]:
+    notebook = write_notebook(
+        fill_notebook(released_notebook(slug, ASSIGNMENTS_DIR), slug), work / f"{slug}.ipynb"
+    )
+    walls = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "attnkit", "check", "--notebook", str(notebook)],
+            capture_output=True,
+            check=False,
+        )
+        walls.append(time.perf_counter() - started)
+    from attnkit.notebook import Lesson
+    from attnkit.notebook_code import load_definitions
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        namespace, _, _ = load_definitions(notebook)
+    lesson = Lesson(slug)
+    in_notebook = []
+    from attnkit.assignments import ASSIGNMENTS
+
+    for exercise in ASSIGNMENTS[slug].exercises:
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            lesson.check(exercise.name, namespace=dict(namespace))
+        in_notebook.append(time.perf_counter() - started)
+    return {
+        "check_cli": statistics.median(walls),
+        "in_notebook_max": max(in_notebook),
+        "in_notebook_median": statistics.median(in_notebook),
+    }
+
+
+def mib(value: float) -> str:
+    return f"{value / 1024**2:,.0f} MiB"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--assignment", default="02_self_attention")
+    parser.add_argument("--submissions", type=int, default=200)
+    parser.add_argument("--nbgrader-sample", type=int, default=12)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--timeout", type=float, default=5.0, help="attnkit's per-call timeout")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="attnkit-bench-") as tmp:
+        work = Path(tmp)
+        kinds = build_submissions(work / "subs", args.assignment, args.submissions)
+        print(
+            f"assignment {args.assignment}: {args.submissions} submissions "
+            f"({', '.join(f'{v} {k}' for k, v in kinds.items())}); {os.cpu_count()} cores"
+        )
+
+        ours = bench_attnkit(work / "subs", work / "out", args.jobs, args.timeout)
+        per = ours["wall"] / args.submissions
+        print(
+            f"attnkit grade   : {ours['wall']:8.1f} s total, {per:6.3f} s/submission, "
+            f"{args.submissions / ours['wall']:6.2f} submissions/s, peak RSS {mib(ours['peak'])}"
+            f", slowest submission {ours['slowest_submission']:.1f} s (timeout {args.timeout:g} s"
+            " per call)"
+        )
+
+        theirs = bench_nbgrader(work / "subs", args.assignment, args.nbgrader_sample, work)
+        their_per = theirs["wall"] / max(theirs["graded"], 1)
+        print(
+            f"nbgrader autograde: {theirs['wall']:8.1f} s for {theirs['graded']} honest "
+            f"submissions, {their_per:6.3f} s/submission, {1 / their_per:6.2f} submissions/s, "
+            f"peak RSS {mib(theirs['peak'])} (exit {theirs['code']})"
+        )
+        print(f"throughput ratio (attnkit / nbgrader): {their_per / per:.1f}x")
+
+        student = bench_check(args.assignment, work)
+        print(
+            f"attnkit check (shell, import included): {student['check_cli']:.2f} s; "
+            f"in-notebook check: median {student['in_notebook_median'] * 1000:.0f} ms, "
+            f"slowest exercise {student['in_notebook_max'] * 1000:.0f} ms"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
