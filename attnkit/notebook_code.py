@@ -55,6 +55,23 @@ class Definitions:
         """All code that defines ``name`` (for the forbidden-call scan)."""
         return "\n".join(s.code for s in self.statements if name in s.names)
 
+    def needed_for(self, roots: set[str]) -> Definitions:
+        """Only the statements that ``roots`` need: their definitions, and whatever those
+        refer to, transitively. Demo code (a dataloader, a plot, a big embedding table)
+        that no exercise refers to is never run, which keeps grading fast and quiet."""
+        wanted, needed = set(roots), set()
+        changed = True
+        while changed:
+            changed = False
+            for index, statement in enumerate(self.statements):
+                if index in needed or not set(statement.names) & wanted:
+                    continue
+                needed.add(index)
+                wanted |= referenced_names(statement.code)
+                changed = True
+        kept = [s for i, s in enumerate(self.statements) if i in needed]
+        return Definitions(statements=kept, notes=list(self.notes))
+
 
 def read_code_cells(path: Path) -> list[str]:
     """The source of every code cell, in order. A .py file counts as one cell."""
@@ -121,6 +138,15 @@ def bound_names(node: ast.stmt) -> tuple[str, ...]:
     return tuple(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
 
 
+def referenced_names(code: str) -> set[str]:
+    """Every bare name ``code`` reads (in function bodies, defaults, bases, decorators)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
 def extract_definitions(cells: list[str]) -> Definitions:
     """Keep the top-level definitions of every cell; note cells that do not parse."""
     definitions = Definitions()
@@ -168,9 +194,16 @@ def execute_definitions(definitions: Definitions, namespace: dict[str, Any]) -> 
     return notes
 
 
-def load_definitions(path: Path) -> tuple[dict[str, Any], Definitions, list[str]]:
-    """Read ``path`` and execute its definitions here, in a fresh namespace."""
+def load_definitions(
+    path: Path, roots: set[str] | None = None
+) -> tuple[dict[str, Any], Definitions, list[str]]:
+    """Read ``path`` and execute its definitions here, in a fresh namespace.
+
+    With ``roots``, only what those names need is run (as the grader does).
+    """
     definitions = extract_definitions(read_code_cells(path))
+    if roots is not None:
+        definitions = definitions.needed_for(roots)
     namespace: dict[str, Any] = {"__name__": "submission"}
     notes = definitions.notes + execute_definitions(definitions, namespace)
     return namespace, definitions, notes

@@ -88,8 +88,17 @@ HOSTILE_SLUG = "02_self_attention"
 HOSTILE_TARGET = "SelfAttention_v2"
 ZEROS = "return torch.zeros(*x.shape[:-1], self.W_query.out_features)"
 
+CORRECT_V2 = (
+    "queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)\n"
+    "weights = softmax(queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5, dim=-1)\n"
+    "return weights @ values"
+)
+
+# Sabotage lives in a helper that the exercise calls: code no exercise refers to is
+# never run by the grader (see Definitions.needed_for), which would make it harmless.
 HOSTILE_BODIES: dict[str, str] = {
-    "patches_numpy_torch_builtins": ZEROS,
+    "patches_numpy_torch_builtins": "sabotage()\n" + ZEROS,
+    "tampers_with_the_grader": "sabotage()\n" + CORRECT_V2,
     "infinite_loop": "while True:\n    pass",
     "infinite_loop_ignoring_signals": (
         "import signal\n"
@@ -129,31 +138,32 @@ HOSTILE_BODIES: dict[str, str] = {
 
 HOSTILE_CELLS: dict[str, str] = {
     "patches_numpy_torch_builtins": (
-        "import builtins, numpy, torch\n"
-        "numpy.allclose = lambda *a, **k: True\n"
-        "numpy.array_equal = lambda *a, **k: True\n"
-        "numpy.testing.assert_allclose = lambda *a, **k: None\n"
-        "torch.allclose = lambda *a, **k: True\n"
-        "torch.testing.assert_close = lambda *a, **k: None\n"
-        "builtins.abs = lambda value: 0\n"
-        "builtins.isinstance = lambda *a: True\n"
+        "def sabotage():\n"
+        "    import builtins, numpy, torch\n"
+        "    numpy.allclose = lambda *a, **k: True\n"
+        "    numpy.array_equal = lambda *a, **k: True\n"
+        "    numpy.testing.assert_allclose = lambda *a, **k: None\n"
+        "    torch.allclose = lambda *a, **k: True\n"
+        "    torch.testing.assert_close = lambda *a, **k: None\n"
+        "    builtins.abs = lambda value: 0\n"
     ),
     "prints_megabytes": 'print("y" * 20_000_000)\n',
     "tampers_with_the_grader": (
-        "import os, signal, pathlib\n"
-        "for target in {targets}:\n"
+        "def sabotage():\n"
+        "    import os, signal, pathlib\n"
+        "    for target in {targets}:\n"
+        "        try:\n"
+        "            pathlib.Path(target).write_text('tampered')\n"
+        "        except OSError:\n"
+        "            pass\n"
         "    try:\n"
-        "        pathlib.Path(target).write_text('tampered')\n"
+        "        os.kill(os.getppid(), signal.SIGKILL)\n"
         "    except OSError:\n"
         "        pass\n"
-        "try:\n"
-        "    os.kill(os.getppid(), signal.SIGKILL)\n"
-        "except OSError:\n"
-        "    pass\n"
-        "try:\n"
-        "    LEAK = open({secret!r}).read()\n"
-        "except OSError:\n"
-        "    LEAK = None\n"
+        "    try:\n"
+        "        return open({secret!r}).read()\n"
+        "    except OSError:\n"
+        "        return None\n"
     ),
 }
 
@@ -205,15 +215,17 @@ def hostile_corpus(
             write_notebook(notebook, path)
         files[name] = path
 
+    cells = dict(HOSTILE_CELLS)
+    cells["tampers_with_the_grader"] = cells["tampers_with_the_grader"].format(
+        targets=tamper_targets, secret=secret
+    )
     put("correct", correct)
     put("untouched_stubs", released)
     for name, body in HOSTILE_BODIES.items():
         notebook = fill_notebook(released, slug, {target: body})
-        if name in HOSTILE_CELLS:
-            notebook = add_cell(notebook, HOSTILE_CELLS[name])
+        if name in cells:
+            notebook = add_cell(notebook, cells[name])
         put(name, notebook)
-    tamper = HOSTILE_CELLS["tampers_with_the_grader"].format(targets=tamper_targets, secret=secret)
-    put("tampers_with_the_grader", add_cell(correct, tamper))
 
     def is_test_cell(cell: dict[str, Any]) -> bool:
         return bool(cell.get("metadata", {}).get("nbgrader", {}).get("grade"))

@@ -212,7 +212,8 @@ def grade_submission(
     try:
         if submission.path.stat().st_size > MAX_SUBMISSION_BYTES:
             return error_record(submission, f"{submission.path} is larger than 32 MiB")
-        definitions = extract_definitions(read_code_cells(submission.path))
+        exercises = {e.name for e in ASSIGNMENTS[slug].exercises}
+        definitions = extract_definitions(read_code_cells(submission.path)).needed_for(exercises)
     except NotebookError as exc:
         return error_record(submission, str(exc))
     if not definitions.statements:

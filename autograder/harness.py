@@ -15,6 +15,8 @@ report (which would quote the hidden test's source).
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import io
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ from attnkit.probe import Probe
 from attnkit.selfcheck.runner import describe_error
 
 from .isolation import SubmissionError, WorkerCrashed, WorkerTimeout
+from .wire import encode
 
 SUITES = Path(__file__).resolve().parent / "suites"
 PASSED, FAILED, ERROR, TIMEOUT, FORBIDDEN = "passed", "failed", "error", "timeout", "forbidden"
@@ -150,18 +153,22 @@ def run_suite(
     isolated = not isinstance(getattr(impl, "inner", impl), LocalImplementation)
     plugin = SuitePlugin(Subject(impl, slug), Subject(reference, slug), grade_ids, isolated)
     suite = SUITES / f"test_{slug}.py"
-    args = [
-        str(suite),
-        "-q",
-        "-p",
+    # Plugins that only add cost here: the verdicts come from SuitePlugin, pytest's output is
+    # discarded, and unraisableexception runs gc.collect() twice per session.
+    quiet = [
         "no:cacheprovider",
-        "-p",
-        "no:randomly",
-        "--rootdir",
-        str(SUITES),
-        "-c",
-        str(SUITES / "pytest.ini"),
+        "no:unraisableexception",
+        "no:threadexception",
+        "no:logging",
+        "no:warnings",
+        "no:faulthandler",
+        "no:doctest",
+        "no:junitxml",
+        "no:pastebin",
     ]
+    args = [str(suite), "-q", "--rootdir", str(SUITES), "-c", str(SUITES / "pytest.ini")]
+    for plugin_name in quiet:
+        args += ["-p", plugin_name]
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         code = pytest.main(args, plugins=[plugin])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not plugin.verdicts:
@@ -169,7 +176,29 @@ def run_suite(
     return plugin.verdicts
 
 
-def reference_implementation(slug: str) -> LocalImplementation:
+class CachedImplementation:
+    """An implementation whose answers never change (the reference), remembered per request.
+
+    Every submission is checked on the same inputs, so the reference's answers are
+    computed once per grader process instead of once per submission. Failures are not
+    cached: they raise again.
+    """
+
+    def __init__(self, inner: LocalImplementation) -> None:
+        self.inner = inner
+        self.label = inner.label
+        self.namespace = inner.namespace
+        self._answers: dict[bytes, dict[str, Any]] = {}
+
+    def run(self, adapter: str, *, forbidden: tuple[str, ...] = (), **kwargs: Any) -> dict:
+        key = hashlib.sha256(encode([adapter, list(forbidden), kwargs])).digest()
+        if key not in self._answers:
+            self._answers[key] = self.inner.run(adapter, forbidden=forbidden, **kwargs)
+        return self._answers[key]
+
+
+@functools.cache
+def reference_implementation(slug: str) -> CachedImplementation:
     from attnkit_solutions.exercises import reference_namespace
 
-    return LocalImplementation(reference_namespace(slug), label="reference")
+    return CachedImplementation(LocalImplementation(reference_namespace(slug), label="reference"))

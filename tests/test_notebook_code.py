@@ -80,3 +80,19 @@ def test_extract_keeps_definition_kinds_only() -> None:
         ["x = 1\nprint(x)\nclass A:\n    pass\nwith open('f'):\n    pass"]
     )
     assert [s.names for s in definitions.statements] == [("x",), ("A",)]
+
+
+def test_only_what_the_exercises_need_is_kept() -> None:
+    definitions = extract_definitions(
+        [
+            "import numpy as np\nimport matplotlib.pyplot as plt\nimport math",
+            "EPS = 1e-9\nSCALE = math.sqrt(2)\ndemo = np.ones(10**8)",
+            "def helper(x):\n    return x * SCALE\n"
+            "def softmax(x, axis=-1):\n    return np.exp(helper(x)) + EPS",
+            "plt.plot([1, 2])\nfigure = plt.figure()",
+        ]
+    )
+    kept = definitions.needed_for({"softmax"})
+    names = {n for s in kept.statements for n in s.names}
+    assert names == {"np", "math", "EPS", "SCALE", "helper", "softmax"}
+    assert definitions.needed_for({"missing"}).statements == []
