@@ -42,7 +42,7 @@ class PeakMemory:
     """Samples the resident memory of a process and all its descendants, keeping the peak."""
 
     def __init__(self, pid: int, interval: float = 0.05) -> None:
-        self.pid, self.interval, self.peak = pid, interval, 0
+        self.pid, self.interval, self.peak, self.peak_pss = pid, interval, 0, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -55,13 +55,49 @@ class PeakMemory:
         self._thread.join()
 
     def _run(self) -> None:
+        rounds = 0
         while not self._stop.is_set():
             self.peak = max(self.peak, tree_rss(self.pid))
+            if rounds % 10 == 0:  # PSS is costlier to read: every tenth sample
+                self.peak_pss = max(self.peak_pss, tree_pss(self.pid))
+            rounds += 1
             self._stop.wait(self.interval)
 
 
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, []))
+    return found
+
+
+def tree_pss(root: int) -> int:
+    """Sum of PSS (bytes) over the tree: shared pages split among the processes sharing them."""
+    total = 0
+    for pid in descendants(root):
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as handle:
+                for line in handle:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except OSError:
+            continue
+    return total
+
+
 def tree_rss(root: int) -> int:
-    """Sum of RSS (bytes) over ``root`` and every descendant."""
+    """Sum of RSS (bytes) over ``root`` and every descendant (shared pages counted each time)."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     page = os.sysconf("SC_PAGE_SIZE")
@@ -112,15 +148,15 @@ def build_submissions(folder: Path, slug: str, count: int) -> dict[str, int]:
     return kinds
 
 
-def timed(command: list[str], cwd: Path | None = None) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS of the process tree in bytes, exit code)."""
+def timed(command: list[str], cwd: Path | None = None) -> tuple[float, int, int, int]:
+    """(wall seconds, peak RSS sum and peak PSS sum of the process tree in bytes, exit code)."""
     started = time.perf_counter()
     process = subprocess.Popen(
         command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     with PeakMemory(process.pid) as memory:
         code = process.wait()
-    return time.perf_counter() - started, memory.peak, code
+    return time.perf_counter() - started, memory.peak, memory.peak_pss, code
 
 
 def bench_attnkit(folder: Path, out: Path, jobs: int, timeout: float) -> dict[str, float]:
@@ -137,7 +173,7 @@ def bench_attnkit(folder: Path, out: Path, jobs: int, timeout: float) -> dict[st
         "--timeout",
         str(timeout),
     ]
-    wall, peak, code = timed(command)
+    wall, peak, pss, code = timed(command)
     records = json.loads((out / "grades.json").read_text())["submissions"]
     slowest = max(
         (
@@ -150,6 +186,7 @@ def bench_attnkit(folder: Path, out: Path, jobs: int, timeout: float) -> dict[st
     return {
         "wall": wall,
         "peak": peak,
+        "pss": pss,
         "code": code,
         "graded": len(records),
         "slowest_submission": slowest,
@@ -172,8 +209,8 @@ def bench_nbgrader(folder: Path, slug: str, sample: int, work: Path) -> dict[str
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
     command = [sys.executable, "-m", "nbgrader", "autograde", slug, "--force"]
-    wall, peak, code = timed(command, cwd=course)
-    return {"wall": wall, "peak": peak, "code": code, "graded": len(honest)}
+    wall, peak, pss, code = timed(command, cwd=course)
+    return {"wall": wall, "peak": peak, "pss": pss, "code": code, "graded": len(honest)}
 
 
 def bench_check(slug: str, work: Path, repeats: int = 3) -> dict[str, float]:
@@ -236,8 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"attnkit grade   : {ours['wall']:8.1f} s total, {per:6.3f} s/submission, "
             f"{args.submissions / ours['wall']:6.2f} submissions/s, peak RSS {mib(ours['peak'])}"
-            f", slowest submission {ours['slowest_submission']:.1f} s (timeout {args.timeout:g} s"
-            " per call)"
+            f" (PSS {mib(ours['pss'])}), slowest submission {ours['slowest_submission']:.1f} s"
+            f" (timeout {args.timeout:g} s per call)"
         )
 
         theirs = bench_nbgrader(work / "subs", args.assignment, args.nbgrader_sample, work)
@@ -245,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"nbgrader autograde: {theirs['wall']:8.1f} s for {theirs['graded']} honest "
             f"submissions, {their_per:6.3f} s/submission, {1 / their_per:6.2f} submissions/s, "
-            f"peak RSS {mib(theirs['peak'])} (exit {theirs['code']})"
+            f"peak RSS {mib(theirs['peak'])} (PSS {mib(theirs['pss'])}), exit {theirs['code']}"
         )
         print(f"throughput ratio (attnkit / nbgrader): {their_per / per:.1f}x")
 

@@ -166,7 +166,9 @@ def run_suite(
         "no:junitxml",
         "no:pastebin",
     ]
-    args = [str(suite), "-q", "--rootdir", str(SUITES), "-c", str(SUITES / "pytest.ini")]
+    # --tb=no: pytest would otherwise format a traceback (reading source files) for every
+    # failing test, work the grader never uses.
+    args = [str(suite), "-q", "--tb=no", "--rootdir", str(SUITES), "-c", str(SUITES / "pytest.ini")]
     for plugin_name in quiet:
         args += ["-p", plugin_name]
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):

@@ -7,13 +7,22 @@ Gradescope export and the kit's tests all read them from there.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import attnkit_solutions
 
-NOTEBOOKS = Path(attnkit_solutions.__file__).resolve().parent / "notebooks"
+def _solutions_folder() -> Path:
+    # Located without importing the package: importing it would load torch into processes
+    # (such as the one coordinating `attnkit grade`) that only need the notebooks' points.
+    spec = importlib.util.find_spec("attnkit_solutions")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("attnkit_solutions is not installed", name="attnkit_solutions")
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+NOTEBOOKS = _solutions_folder() / "notebooks"
 
 
 def source_notebook(slug: str) -> Path:
