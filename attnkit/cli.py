@@ -208,6 +208,21 @@ def cmd_gradescope(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_release(args: argparse.Namespace) -> int:
+    """Build the student bundle and prove it holds no solution or hidden test."""
+    bundle = instructor_module("attnkit_autograder.bundle")
+    kit_root = Path(__file__).resolve().parent.parent
+    path = bundle.build_bundle(args.zip, kit_root, kit_root / "assignments")
+    leaks = bundle.secrets_in(path)
+    if leaks:
+        path.unlink()
+        raise KitError(
+            "the bundle would contain solution or hidden-test lines:\n  " + "\n  ".join(leaks[:10])
+        )
+    print(f"wrote {path}: the student notebooks, the self-check and the data tools")
+    return 0
+
+
 def instructor_module(name: str):
     """Import an instructor-only module, or explain that this install is the student one."""
     import importlib
@@ -315,6 +330,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="when students see the hidden tests' results (default: after_published)",
     )
     gradescope.set_defaults(handler=cmd_gradescope)
+
+    release = commands.add_parser(
+        "release",
+        help="(instructors) build the student bundle: notebooks, self-check, data tools",
+    )
+    release.add_argument("zip", type=Path, metavar="OUT.zip")
+    release.set_defaults(handler=cmd_release)
     return parser
 
 

@@ -9,9 +9,14 @@ an exercise would have if a student made it. To diagnose a failing exercise:
    base namespace, replays the recorded calls against it, and names the mistake whose
    variant answers every call exactly as the submission did.
 
-The grader builds variants on the references; the self-check, which has no references,
-builds them on the student's own definitions. Either way a diagnosis is only ever made
-for an exercise that failed, so a correct submission never receives a mistake hint.
+The grader builds the variants on the references. The self-check cannot: the student
+bundle ships neither the references nor the catalogue's code (a wrong variant is often the
+answer with one line changed). It uses *fingerprints* instead: what each variant answers
+to the exercise's visible checks, which use fixed inputs. The kit computes them from the
+catalogue; the bundle carries them precomputed, as plain data.
+
+Either way a diagnosis is only ever made for an exercise that failed, so a correct
+submission never receives a mistake hint.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import functools
 import inspect
 import textwrap
 import tomllib
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,10 +35,8 @@ import numpy as np
 
 from .adapters import ADAPTERS
 
-CATALOGUE_LOCATIONS = (
-    ("attnkit_autograder", "mistakes.toml"),  # the instructor's kit
-    ("attnkit", "mistakes.toml"),  # the copy that ships in the student bundle
-)
+CATALOGUE_LOCATIONS = (("attnkit_autograder", "mistakes.toml"),)  # the instructor's kit only
+FINGERPRINTS = Path(__file__).resolve().parent / "mistake_fingerprints.bin"  # student bundle
 
 
 @dataclass(frozen=True)
@@ -208,3 +212,96 @@ def strip(result: dict[str, Any] | None) -> dict[str, Any] | None:
     if result is None:
         return None
     return {k: v for k, v in result.items() if k != "forbidden_used"}
+
+
+# -- fingerprints: diagnosis without the catalogue's code -------------------------------------
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """A mistake's metadata and its answers to the visible checks (no code)."""
+
+    assignment: str
+    exercise: str
+    id: str
+    title: str
+    symptom: str
+    hint: str
+    answers: list[dict[str, Any]]
+
+
+def compute_fingerprints() -> list[Fingerprint]:
+    """Run each catalogued variant (built on the references) through its visible checks."""
+    from attnkit_solutions.exercises import reference_namespace
+
+    from .implementation import LocalImplementation
+    from .selfcheck.runner import check_exercise
+
+    prints = []
+    for mistake in load_mistakes():
+        variant = build_variant(reference_namespace(mistake.assignment), mistake)
+        if variant is None:
+            continue
+        recorder = RecordingImplementation(LocalImplementation(variant, "variant"))
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")  # the variants are wrong on purpose: NaN, overflow
+            check_exercise(recorder, mistake.assignment, mistake.exercise)
+        answers = [
+            {"adapter": c.adapter, "outcome": strip(c.outcome), "raised": c.raised}
+            for c in recorder.calls.get(mistake.exercise, [])
+        ]
+        prints.append(
+            Fingerprint(
+                mistake.assignment,
+                mistake.exercise,
+                mistake.id,
+                mistake.title,
+                mistake.symptom,
+                mistake.hint,
+                answers,
+            )
+        )
+    return prints
+
+
+def write_fingerprints(path: Path) -> Path:
+    from dataclasses import asdict
+
+    from .wire import encode
+
+    path.write_bytes(encode([asdict(f) for f in compute_fingerprints()]))
+    return path
+
+
+@functools.cache
+def load_fingerprints() -> tuple[Fingerprint, ...]:
+    """The shipped fingerprints, or (in the full kit) ones computed from the catalogue."""
+    if FINGERPRINTS.is_file():
+        from .wire import decode
+
+        return tuple(Fingerprint(**f) for f in decode(FINGERPRINTS.read_bytes()))
+    if load_mistakes():
+        try:
+            return tuple(compute_fingerprints())
+        except ModuleNotFoundError:  # no references here: nothing to compute them from
+            return ()
+    return ()
+
+
+def diagnose_by_fingerprint(
+    slug: str, exercise: str, calls: list[RecordedCall]
+) -> Fingerprint | None:
+    """The mistake whose recorded answers to the visible checks equal the submission's."""
+    for fingerprint in load_fingerprints():
+        if fingerprint.assignment != slug or fingerprint.exercise != exercise:
+            continue
+        if len(fingerprint.answers) != len(calls):
+            continue
+        if all(
+            (answer["raised"] == call.raised)
+            if (answer["raised"] or call.raised)
+            else same(answer["outcome"], strip(call.outcome))
+            for answer, call in zip(fingerprint.answers, calls, strict=True)
+        ):
+            return fingerprint
+    return None

@@ -30,9 +30,9 @@ from attnkit.compare import CheckFailed
 from attnkit.implementation import Implementation, LocalImplementation
 from attnkit.probe import Probe
 from attnkit.selfcheck.runner import describe_error
+from attnkit.wire import encode
 
 from .isolation import SubmissionError, WorkerCrashed, WorkerTimeout
-from .wire import encode
 
 SUITES = Path(__file__).resolve().parent / "suites"
 PASSED, FAILED, ERROR, TIMEOUT, FORBIDDEN = "passed", "failed", "error", "timeout", "forbidden"

@@ -22,9 +22,9 @@ from typing import Any
 
 from attnkit.adapters import MissingDefinition
 from attnkit.notebook_code import Definitions
+from attnkit.wire import WireError, decode, encode
 
 from . import worker
-from .wire import WireError, decode, encode
 
 PRELOAD = [
     "numpy",
@@ -32,7 +32,7 @@ PRELOAD = [
     "attnkit.adapters",
     "attnkit.forbidden",
     "attnkit.notebook_code",
-    "attnkit_autograder.wire",
+    "attnkit.wire",
     "attnkit_autograder.landlock",
     "attnkit_autograder.privileges",
     "attnkit_autograder.worker",

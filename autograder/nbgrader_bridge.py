@@ -16,6 +16,9 @@ and cannot be fooled that way.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import warnings
 from typing import Any
 
 from attnkit.implementation import LocalImplementation
@@ -24,12 +27,19 @@ from .harness import PASSED, reference_implementation, run_suite
 
 
 def run_hidden_tests(slug: str, grade_id: str, namespace: dict[str, Any]) -> None:
-    verdicts = run_suite(
-        LocalImplementation(dict(namespace), label="notebook"),
-        slug,
-        reference_implementation(slug),
-        grade_ids={grade_id},
-    )
+    # nbgrader fails any graded cell that writes to stderr, so a harmless warning from a
+    # correct answer (an overflow in a demo, a deprecation) would cost full points.
+    with (
+        warnings.catch_warnings(),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
+        warnings.simplefilter("ignore")
+        verdicts = run_suite(
+            LocalImplementation(dict(namespace), label="notebook"),
+            slug,
+            reference_implementation(slug),
+            grade_ids={grade_id},
+        )
     failures = [v for v in verdicts if v.status != PASSED]
     if failures:
         lines = [f"{len(failures)} of {len(verdicts)} hidden tests failed for {grade_id}:"]

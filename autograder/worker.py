@@ -30,9 +30,9 @@ from typing import Any
 from attnkit.adapters import ADAPTERS
 from attnkit.forbidden import tripwires
 from attnkit.notebook_code import Definitions, Statement, execute_definitions
+from attnkit.wire import decode, encode
 
 from . import landlock, privileges
-from .wire import decode, encode
 
 # Bound at import (in the zygote), before any submission can patch the modules.
 _ADAPTERS = dict(ADAPTERS)

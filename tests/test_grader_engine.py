@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from attnkit.wire import WireError, decode, encode
 from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
 from attnkit_autograder.discovery import discover
-from attnkit_autograder.wire import WireError, decode, encode
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,7 +11,6 @@ from ..probe import Probe
 from .registry import visible
 
 SLUG = "01_numpy_attention"
-RNG = np.random.default_rng(2024)
 
 
 def torch_softmax(x: np.ndarray, axis: int) -> np.ndarray:
@@ -20,12 +19,14 @@ def torch_softmax(x: np.ndarray, axis: int) -> np.ndarray:
 
 @visible(SLUG, "softmax", "rows sum to 1 and match exp(x)/sum(exp(x))")
 def softmax_values(probe: Probe) -> None:
+    RNG = np.random.default_rng(6466)  # fixed inputs: fingerprints depend on them
     x = RNG.normal(size=(3, 5))
     expect_array(probe.call(x)["out"], torch_softmax(x, -1), kind="ndarray")
 
 
 @visible(SLUG, "softmax", "respects the axis argument")
 def softmax_axis(probe: Probe) -> None:
+    RNG = np.random.default_rng(5698)  # fixed inputs: fingerprints depend on them
     x = RNG.normal(size=(4, 3))
     expect_array(
         probe.call(x, axis=0)["out"], torch_softmax(x, 0), kind="ndarray", what="softmax(x, axis=0)"
@@ -40,6 +41,7 @@ def softmax_stable(probe: Probe) -> None:
 
 @visible(SLUG, "softmax", "leaves its input unchanged")
 def softmax_no_mutation(probe: Probe) -> None:
+    RNG = np.random.default_rng(4929)  # fixed inputs: fingerprints depend on them
     x = RNG.normal(size=(2, 4))
     expect_unchanged(x, probe.call(x)["inputs_after"][0], "the input x")
 
@@ -58,12 +60,14 @@ def scale_values(probe: Probe) -> None:
 
 @visible(SLUG, "attention_scores", "one sequence: scores[i, j] = q_i . k_j")
 def scores_single(probe: Probe) -> None:
+    RNG = np.random.default_rng(9587)  # fixed inputs: fingerprints depend on them
     Q, K = RNG.normal(size=(3, 4)), RNG.normal(size=(5, 4))
     expect_array(probe.call(Q, K)["out"], np.einsum("qd,kd->qk", Q, K), kind="ndarray")
 
 
 @visible(SLUG, "attention_scores", "batched: [B, T_q, d] and [B, T_k, d] give [B, T_q, T_k]")
 def scores_batched(probe: Probe) -> None:
+    RNG = np.random.default_rng(9334)  # fixed inputs: fingerprints depend on them
     Q, K = RNG.normal(size=(2, 3, 4)), RNG.normal(size=(2, 5, 4))
     expect_array(probe.call(Q, K)["out"], np.einsum("bqd,bkd->bqk", Q, K), kind="ndarray")
 
@@ -77,6 +81,7 @@ def mask_pattern(probe: Probe) -> None:
 
 @visible(SLUG, "self_attention", "matches PyTorch's scaled_dot_product_attention")
 def attention_matches_torch(probe: Probe) -> None:
+    RNG = np.random.default_rng(5351)  # fixed inputs: fingerprints depend on them
     X = RNG.normal(size=(5, 3))
     W_q, W_k, W_v = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4)), RNG.normal(size=(3, 2))
     context, weights = pair(probe.call(X, W_q, W_k, W_v)["out"], "self_attention")
@@ -93,6 +98,7 @@ def attention_matches_torch(probe: Probe) -> None:
 
 @visible(SLUG, "self_attention", "causal=True hides the future")
 def attention_causal(probe: Probe) -> None:
+    RNG = np.random.default_rng(6242)  # fixed inputs: fingerprints depend on them
     X = RNG.normal(size=(2, 4, 3))  # a batch of two sequences
     W = [RNG.normal(size=(3, 3)) for _ in range(3)]
     context, _ = pair(probe.call(X, *W, causal=True)["out"], "self_attention")
@@ -103,6 +109,7 @@ def attention_causal(probe: Probe) -> None:
 
 @visible(SLUG, "embed_one_hot", "one_hot(ids) @ E equals the row lookup E[ids]")
 def one_hot_lookup(probe: Probe) -> None:
+    RNG = np.random.default_rng(4255)  # fixed inputs: fingerprints depend on them
     E = RNG.normal(size=(7, 3))
     ids = np.array([[4, 0, 6], [1, 1, 2]])
     expect_array(probe.call(ids, E)["out"], E[ids], kind="ndarray")

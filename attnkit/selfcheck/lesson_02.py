@@ -10,7 +10,6 @@ from ..probe import Probe
 from .registry import visible
 
 SLUG = "02_self_attention"
-RNG = np.random.default_rng(2025)
 BOOK_INPUTS = np.array(
     [
         [0.43, 0.15, 0.89],
@@ -34,12 +33,14 @@ def torch_softmax(x: np.ndarray, dim: int) -> np.ndarray:
 
 @visible(SLUG, "softmax", "matches torch.softmax along dim=-1")
 def softmax_last(probe: Probe) -> None:
+    RNG = np.random.default_rng(1356)  # fixed inputs: fingerprints depend on them
     x = RNG.normal(size=(3, 5)).astype(np.float32)
     expect_array(probe.call(x, dim=-1)["out"], torch_softmax(x, -1), kind="tensor")
 
 
 @visible(SLUG, "softmax", "respects the dim argument")
 def softmax_dim(probe: Probe) -> None:
+    RNG = np.random.default_rng(5718)  # fixed inputs: fingerprints depend on them
     x = RNG.normal(size=(2, 4, 3)).astype(np.float32)
     expect_array(
         probe.call(x, dim=1)["out"], torch_softmax(x, 1), kind="tensor", what="softmax(x, dim=1)"
@@ -95,14 +96,14 @@ def v2_book(probe: Probe) -> None:
 @visible(SLUG, "copy_v2_weights_into_v1", "v1 receives the transposed nn.Linear weights")
 def transfer(probe: Probe) -> None:
     result = probe.transfer(3, 2)
-    for name in ("W_query", "W_key", "W_value"):
-        got = result["v1"].get(name)
+    for projection in ("W_query", "W_key", "W_value"):
+        got = result["v1"].get(projection)
         if got is None:
-            raise CheckFailed(f"v1 has no parameter {name}")
+            raise CheckFailed(f"v1 has no parameter {projection}")
         expect_array(
             {"kind": "tensor", "array": got},
-            result["v2"][f"{name}.weight"].T,
-            what=f"v1.{name} after the copy",
+            result["v2"][f"{projection}.weight"].T,
+            what=f"v1.{projection} after the copy",
         )
 
 
@@ -118,12 +119,13 @@ def matrix_batched(probe: Probe) -> None:
 
 @visible(SLUG, "SelfAttention_v2", "qkv_bias=True: the biases are part of the projections")
 def v2_bias(probe: Probe) -> None:
+    RNG = np.random.default_rng(2481)  # fixed inputs: fingerprints depend on them
     x = RNG.normal(size=(2, 4, 3)).astype(np.float32)
     result = probe.module([3, 2], [x], seed=7, init_kwargs={"qkv_bias": True})
     params = {n: torch.from_numpy(a) for n, a in result["params"].items()}
-    for name in ("W_query", "W_key", "W_value"):
-        if f"{name}.bias" not in params:
-            raise CheckFailed(f"with qkv_bias=True, {name} should have a bias")
+    for projection in ("W_query", "W_key", "W_value"):
+        if f"{projection}.bias" not in params:
+            raise CheckFailed(f"with qkv_bias=True, {projection} should have a bias")
     tx = torch.from_numpy(x)
     q, k, v = (
         tx @ params[f"{n}.weight"].T + params[f"{n}.bias"] for n in ("W_query", "W_key", "W_value")

@@ -12,7 +12,6 @@ from .lesson_02 import BOOK, BOOK_INPUTS
 from .registry import visible
 
 SLUG = "03_causal_attention"
-RNG = np.random.default_rng(2026)
 BOOK_BATCH = np.stack([BOOK_INPUTS, BOOK_INPUTS])
 
 
@@ -27,6 +26,7 @@ def mask_pattern(probe: Probe) -> None:
 
 @visible(SLUG, "apply_causal_mask", "future scores become -inf, the rest stay, input untouched")
 def apply_mask(probe: Probe) -> None:
+    RNG = np.random.default_rng(5499)  # fixed inputs: fingerprints depend on them
     scores = RNG.normal(size=(2, 4, 4)).astype(np.float32)
     result = probe.call(scores)
     expected = np.where(upper(4), -np.inf, scores).astype(np.float32)
@@ -38,6 +38,7 @@ def apply_mask(probe: Probe) -> None:
     SLUG, "ScaledDotProductAttention", "matches F.scaled_dot_product_attention (mask inverted)"
 )
 def sdpa_matches_torch(probe: Probe) -> None:
+    RNG = np.random.default_rng(1613)  # fixed inputs: fingerprints depend on them
     q = RNG.normal(size=(2, 3, 4, 8)).astype(np.float32)
     k = RNG.normal(size=(2, 3, 6, 8)).astype(np.float32)
     v = RNG.normal(size=(2, 3, 6, 5)).astype(np.float32)
@@ -66,6 +67,7 @@ def causal_book(probe: Probe) -> None:
 
 @visible(SLUG, "CausalAttention", "earlier outputs ignore later tokens; T < context_length works")
 def causal_no_leak(probe: Probe) -> None:
+    RNG = np.random.default_rng(710)  # fixed inputs: fingerprints depend on them
     x = RNG.normal(size=(2, 5, 3)).astype(np.float32)  # 5 tokens, context_length 8
     changed = x.copy()
     changed[:, 3:] += 5.0

@@ -13,7 +13,6 @@ from .lesson_03 import BOOK, BOOK_BATCH
 from .registry import visible
 
 SLUG = "04_multihead_attention"
-RNG = np.random.default_rng(2027)
 
 
 @visible(SLUG, "MultiHeadAttentionWrapper", "torch.manual_seed(123) reproduces the book's numbers")
@@ -35,6 +34,7 @@ def mha_book(probe: Probe) -> None:
 
 @visible(SLUG, "MultiHeadAttention", "agrees with F.scaled_dot_product_attention(is_causal=True)")
 def mha_matches_torch(probe: Probe) -> None:
+    RNG = np.random.default_rng(2240)  # fixed inputs: fingerprints depend on them
     x = RNG.normal(size=(3, 5, 6)).astype(np.float32)
     result = probe.module([6, 8, 7, 0.0, 2], [x], seed=5, init_kwargs={"qkv_bias": True})
     params = {n: torch.from_numpy(a) for n, a in result["params"].items()}

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from ..adapters import MissingDefinition
 from ..assignments import ASSIGNMENTS
 from ..compare import CheckFailed
-from ..diagnosis import RecordingImplementation, diagnose
+from ..diagnosis import RecordingImplementation, diagnose_by_fingerprint
 from ..implementation import Implementation
 from ..probe import Probe
 from .registry import REGISTRY, VisibleCheck
@@ -102,10 +102,18 @@ def describe_error(exc: BaseException) -> tuple[str, str | None]:
 def run_exercise(
     impl: Implementation, slug: str, exercise_name: str, timeout_s: float | None = 10.0
 ) -> list[CheckResult]:
+    """Run every visible check of one exercise, and name the classic mistake if one matches."""
+    recorder = RecordingImplementation(impl)
+    results = check_exercise(recorder, slug, exercise_name, timeout_s)
+    return with_diagnosis(results, slug, exercise_name, recorder)
+
+
+def check_exercise(
+    impl: Implementation, slug: str, exercise_name: str, timeout_s: float | None = 10.0
+) -> list[CheckResult]:
     """Run every visible check of one exercise; stop early if it is not there at all."""
     assignment = ASSIGNMENTS[slug]
-    recorder = RecordingImplementation(impl)
-    probe = Probe(recorder, assignment.exercise(exercise_name), assignment.framework)
+    probe = Probe(impl, assignment.exercise(exercise_name), assignment.framework)
     results: list[CheckResult] = []
     for check in visible_checks(slug, exercise_name):
         try:
@@ -144,7 +152,7 @@ def run_exercise(
             results.append(CheckResult(exercise_name, check.description, ERROR, message, hint))
         else:
             results.append(CheckResult(exercise_name, check.description, PASSED))
-    return with_diagnosis(results, slug, exercise_name, recorder, impl)
+    return results
 
 
 def with_diagnosis(
@@ -152,14 +160,12 @@ def with_diagnosis(
     slug: str,
     exercise_name: str,
     recorder: RecordingImplementation,
-    impl: Implementation,
 ) -> list[CheckResult]:
     """Attach the matching classic mistake to the first failing check, if there is one."""
     failing = [i for i, r in enumerate(results) if r.status in (FAILED, FORBIDDEN, ERROR)]
-    namespace = getattr(impl, "namespace", None)
-    if not failing or namespace is None:
+    if not failing:
         return results
-    mistake = diagnose(slug, exercise_name, recorder.calls.get(exercise_name, []), namespace)
+    mistake = diagnose_by_fingerprint(slug, exercise_name, recorder.calls.get(exercise_name, []))
     if mistake is None:
         return results
     first = failing[0]
