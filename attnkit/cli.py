@@ -223,6 +223,21 @@ def cmd_release(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_course_init(args: argparse.Namespace) -> int:
+    """Create a working nbgrader course from the kit."""
+    course = instructor_module("attnkit_autograder.course")
+    slugs = course.init_course(args.dir.resolve())
+    print(
+        f"created an nbgrader course in {args.dir} with {len(slugs)} assignments: "
+        f"{', '.join(slugs)}"
+    )
+    print(
+        f"next: cd {args.dir} && nbgrader release_assignment 01_numpy_attention "
+        "(or hand out release/ yourself)"
+    )
+    return 0
+
+
 def instructor_module(name: str):
     """Import an instructor-only module, or explain that this install is the student one."""
     import importlib
@@ -337,6 +352,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     release.add_argument("zip", type=Path, metavar="OUT.zip")
     release.set_defaults(handler=cmd_release)
+
+    course = commands.add_parser("course", help="(instructors) nbgrader course tools")
+    course_commands = course.add_subparsers(dest="course_command", metavar="ACTION")
+    init = course_commands.add_parser(
+        "init",
+        help="create an nbgrader course: config, source notebooks, gradebook",
+    )
+    init.add_argument("dir", type=Path, metavar="DIR")
+    init.set_defaults(handler=cmd_course_init)
     return parser
 
 

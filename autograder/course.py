@@ -20,11 +20,57 @@ from attnkit.errors import KitError
 from .rubric import source_notebook
 
 NBGRADER_CONFIG = """\
+# nbgrader configuration for an attention-kit course (made by `attnkit course init`).
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 c.CourseDirectory.root = {root!r}
 c.CourseDirectory.course_id = "attention-kit"
 c.CourseDirectory.db_url = "sqlite:///{root}/gradebook.db"
+
+# A cell that runs longer than this is stopped and its test counted as failed, instead of
+# holding up every student after it. The kit's cells take well under a second.
+c.Execute.timeout = 60
+c.Execute.interrupt_on_timeout = True
+
+# zip_collect: files downloaded from an LMS as downloaded/<assignment>/archive/
+# <student>_<anything>.ipynb land in submitted/<student>/<assignment>/<assignment>.ipynb.
+# nbgrader matches the pattern against the whole path of each extracted file.
+c.FileNameCollectorPlugin.named_regexp = r".*/(?P<student_id>[^/_]+)_(?P<file_id>[^/]*)$"
+c.ZipCollectApp.collector_plugin = "attnkit_autograder.course.AssignmentCollector"
 """
+
+
+def _collector_base() -> type:
+    from nbgrader.plugins.zipcollect import FileNameCollectorPlugin
+
+    return FileNameCollectorPlugin
+
+
+class AssignmentCollector(_collector_base()):
+    """nbgrader's filename collector, storing every file under the assignment's notebook name.
+
+    An LMS download is called ``alice_attempt_2024-03-01.ipynb`` or similar; nbgrader
+    needs ``<assignment>.ipynb`` in the submission folder to match the source notebook.
+    """
+
+    def collect(self, submitted_file):
+        info = super().collect(submitted_file)
+        if info:
+            info["file_id"] = f"{self.parent.coursedir.assignment_id}.ipynb"
+        return info
+
+
+def init_course(root: Path) -> list[str]:
+    """A working nbgrader course for the kit: config, source notebooks, gradebook, releases."""
+    if (root / "nbgrader_config.py").exists():
+        raise KitError(
+            f"{root} already holds an nbgrader course (nbgrader_config.py).",
+            "Choose an empty folder.",
+        )
+    slugs = list(ASSIGNMENTS)
+    write_course_skeleton(root, slugs)
+    for slug in slugs:
+        run_nbgrader(root, "generate_assignment", slug, "--create", "--force")
+    return slugs
 
 
 def write_course_skeleton(root: Path, slugs: list[str]) -> None:
