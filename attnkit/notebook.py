@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
+import os
 import traceback
 import warnings
 from collections.abc import Iterator
@@ -28,7 +29,24 @@ from .selfcheck import run_exercise
 from .selfcheck.report import NOT_A_GRADE, exercise_status, render_exercise
 
 
+class SelfCheckFailed(Exception):
+    """Raised by ``Lesson.check`` only while nbgrader *validates* the notebook."""
+
+
+def validating() -> bool:
+    """True while nbgrader's Validate runs this notebook (nbgrader sets this variable)."""
+    return os.environ.get("NBGRADER_EXECUTION") == "validate"
+
+
 class Lesson:
+    """The helpers of one lesson notebook.
+
+    ``check`` never raises while a student works (so "Run All" always reaches the end) nor
+    while nbgrader autogrades (the hidden tests alone decide the grade). Under nbgrader's
+    Validate button it raises for an exercise that fails or is not implemented yet, which
+    is how Validate reports it.
+    """
+
     def __init__(self, slug: str) -> None:
         self.assignment = get_assignment(slug)
 
@@ -59,8 +77,11 @@ class Lesson:
             warnings.simplefilter("ignore")
             results = run_exercise(LocalImplementation(namespace), self.assignment.slug, name)
         print(render_exercise(name, results))
-        if exercise_status(results) == "passed":
+        status = exercise_status(results)
+        if status == "passed":
             print(NOT_A_GRADE)
+        elif validating():
+            raise SelfCheckFailed(f"{name}: {status}")
 
     @contextmanager
     def demo(self) -> Iterator[None]:

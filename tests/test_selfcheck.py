@@ -91,3 +91,24 @@ def test_stub_and_pass_statuses() -> None:
         r.status
         for r in run_exercise(LocalImplementation(good), "01_numpy_attention", "causal_mask")
     } == {PASSED}
+
+
+def test_check_raises_only_under_nbgrader_validate(monkeypatch, capsys) -> None:
+    import pytest
+
+    from attnkit.notebook import SelfCheckFailed
+
+    def causal_mask(num_tokens):
+        raise NotImplementedError()
+
+    lesson = Lesson("01_numpy_attention")
+    lesson.check(causal_mask)  # working in the notebook: prints, never raises
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    lesson.check(causal_mask)  # autograding: the hidden tests decide
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
+    with pytest.raises(SelfCheckFailed, match="causal_mask: not implemented"):
+        lesson.check(causal_mask)
+    good = lambda n: np.triu(np.ones((n, n), dtype=bool), k=1)  # noqa: E731
+    good.__name__ = "causal_mask"
+    lesson.check(good)  # passing exercises never raise
+    assert capsys.readouterr().out.count("not implemented yet") == 3
