@@ -40,13 +40,19 @@ FINGERPRINTS = Path(__file__).resolve().parent / "mistake_fingerprints.bin"  # s
 
 
 @dataclass(frozen=True)
-class Mistake:
+class MistakeInfo:
+    """What a classic mistake is called and how it shows, without how it is made."""
+
     assignment: str
     exercise: str
     id: str
     title: str
     symptom: str
     hint: str
+
+
+@dataclass(frozen=True)
+class Mistake(MistakeInfo):
     code: str
 
     @property
@@ -218,15 +224,9 @@ def strip(result: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 @dataclass(frozen=True)
-class Fingerprint:
+class Fingerprint(MistakeInfo):
     """A mistake's metadata and its answers to the visible checks (no code)."""
 
-    assignment: str
-    exercise: str
-    id: str
-    title: str
-    symptom: str
-    hint: str
     answers: list[dict[str, Any]]
 
 

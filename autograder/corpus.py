@@ -168,17 +168,17 @@ HOSTILE_CELLS: dict[str, str] = {
 }
 
 
-def add_cell(notebook: dict[str, Any], source: str) -> dict[str, Any]:
+def add_cell(notebook: dict[str, Any], source: str, index: int | None = None) -> dict[str, Any]:
+    """A copy of ``notebook`` with a code cell holding ``source`` at ``index`` (default: last)."""
     changed = copy.deepcopy(notebook)
-    changed["cells"].append(
-        {
-            "cell_type": "code",
-            "execution_count": None,
-            "metadata": {},
-            "outputs": [],
-            "source": source.splitlines(keepends=True),
-        }
-    )
+    cell = {
+        "cell_type": "code",
+        "execution_count": None,
+        "metadata": {},
+        "outputs": [],
+        "source": source.splitlines(keepends=True),
+    }
+    changed["cells"].insert(len(changed["cells"]) if index is None else index, cell)
     return changed
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from attnkit.compare import CheckFailed, expect_array, expect_unchanged, pair
+from attnkit.compare import CheckFailed, expect_array, expect_kind, expect_unchanged, pair, part
 
 from .harness import Subject
 
@@ -127,3 +127,28 @@ def same_module(
                 rtol=rtol * 10,
             )
     return got, want
+
+
+def expect_causal(
+    submission: Subject,
+    exercise: str,
+    init_args: list[Any],
+    x: np.ndarray,
+    changed_from: int,
+    shift: float = 10.0,
+    seed: int = 0,
+) -> None:
+    """Changing tokens ``changed_from``.. must leave every earlier token's output unchanged."""
+    changed = x.copy()
+    changed[:, changed_from:] += shift
+    probe = submission.probe(exercise)
+    base = probe.module(init_args, [x], seed=seed)["out"]
+    moved = probe.module(init_args, [changed], seed=seed)["out"]
+    expect_kind(base, "tensor")
+    expect_kind(moved, "tensor")
+    last = x.shape[1] - 1
+    expect_array(
+        part(moved, (slice(None), slice(0, changed_from))),
+        base["array"][:, :changed_from],
+        what=f"outputs of tokens 0-{changed_from - 1} after changing tokens {changed_from}-{last}",
+    )

@@ -5,20 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-# "Your journey starts with one step": the book's six 3-d embeddings.
-BOOK_INPUTS = [
-    [0.43, 0.15, 0.89],
-    [0.55, 0.87, 0.66],
-    [0.57, 0.85, 0.64],
-    [0.22, 0.58, 0.33],
-    [0.77, 0.25, 0.10],
-    [0.05, 0.80, 0.55],
-]
+from attnkit.book import BOOK_INPUTS
 
 
 @pytest.fixture
 def book_inputs() -> torch.Tensor:
-    return torch.tensor(BOOK_INPUTS)
+    return torch.from_numpy(BOOK_INPUTS.copy())
 
 
 @pytest.fixture(scope="session")
@@ -26,3 +18,19 @@ def verdict_text() -> str:
     from attnkit_data import read_verdict
 
     return read_verdict()
+
+
+def chromium_flags(profile: str, window: str = "1200,1500") -> list[str]:
+    """Headless Chromium that reaches nothing but loopback, with a throwaway profile."""
+    return [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+        f"--user-data-dir={profile}",
+        f"--window-size={window}",
+    ]

@@ -4,7 +4,6 @@ cell; a submission that patches numpy in its kernel fools nbgrader but not attnk
 
 from __future__ import annotations
 
-import copy
 import csv
 import json
 import subprocess
@@ -15,6 +14,7 @@ import pytest
 
 from attnkit.diagnosis import mistakes_for
 from attnkit_autograder.corpus import (
+    add_cell,
     fill_notebook,
     reference_body,
     released_notebook,
@@ -32,21 +32,6 @@ PATCH_NUMPY = (
 )
 
 
-def insert_cell(notebook: dict, index: int, source: str) -> dict:
-    changed = copy.deepcopy(notebook)
-    changed["cells"].insert(
-        index,
-        {
-            "cell_type": "code",
-            "execution_count": None,
-            "metadata": {},
-            "outputs": [],
-            "source": source.splitlines(keepends=True),
-        },
-    )
-    return changed
-
-
 def submissions() -> dict[str, dict]:
     released = released_notebook(SLUG, ROOT / "assignments")
     warned = "import warnings\nwarnings.warn('this softmax is slow')\n" + reference_body(
@@ -61,7 +46,7 @@ def submissions() -> dict[str, dict]:
         "cy": fill_notebook(released, SLUG, {mistake.exercise: mistake.code}),
         "dee": fill_notebook(released, SLUG, {embed.exercise: embed.code}),
         "eli": released,
-        "fox": insert_cell(cheat, 2, PATCH_NUMPY),  # dishonest: runs before the test cells
+        "fox": add_cell(cheat, PATCH_NUMPY, index=2),  # dishonest: runs before the test cells
     }
 
 

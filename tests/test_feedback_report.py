@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import chromium_flags
 
 from attnkit.diagnosis import mistakes_for
 from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
@@ -105,18 +106,7 @@ def test_reports_render_in_a_headless_browser_without_network(reports, who, tmp_
     assert browser is not None, "CI must have Chromium: .ci/run installs it"
     ARTIFACTS.mkdir(exist_ok=True)
     page = reports[who].with_suffix(".html").as_uri()
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--host-resolver-rules=MAP * ~NOTFOUND",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--window-size=1200,1500",
-    ]
+    flags = chromium_flags(str(tmp_path / "profile"))
     dom = subprocess.run(
         [browser, *flags, "--dump-dom", page], capture_output=True, text=True, timeout=120
     )

@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import chromium_flags
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
@@ -100,17 +101,7 @@ def browser(tmp_path: Path):
 
     options = webdriver.ChromeOptions()
     options.binary_location = BROWSER
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1400,1100",
-        f"--user-data-dir={tmp_path / 'chrome'}",
-    ):
+    for flag in chromium_flags(str(tmp_path / "chrome"), window="1400,1100"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
     try:

@@ -5,22 +5,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..book import BOOK_INPUTS
 from ..compare import CheckFailed, expect_array, expect_shape, expect_unchanged, pair, part
 from ..probe import Probe
 from .registry import visible
 
 SLUG = "02_self_attention"
-BOOK_INPUTS = np.array(
-    [
-        [0.43, 0.15, 0.89],
-        [0.55, 0.87, 0.66],
-        [0.57, 0.85, 0.64],
-        [0.22, 0.58, 0.33],
-        [0.77, 0.25, 0.10],
-        [0.05, 0.80, 0.55],
-    ],
-    dtype=np.float32,
-)
 # Published in "Build a Large Language Model from Scratch", chapter 3.
 BOOK_WEIGHTS_QUERY_2 = np.array([0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581])
 BOOK_CONTEXT_QUERY_2 = np.array([0.4419, 0.6515, 0.5683])

@@ -5,22 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attnkit.book import BOOK_INPUTS
 from attnkit.compare import CheckFailed, expect_array, expect_shape
 from attnkit_autograder.harness import grade
 from attnkit_autograder.suite_support import randn, same_call, same_module, verdict_embeddings
 
 T = {"kind": "tensor"}
-BOOK_INPUTS = np.array(
-    [
-        [0.43, 0.15, 0.89],
-        [0.55, 0.87, 0.66],
-        [0.57, 0.85, 0.64],
-        [0.22, 0.58, 0.33],
-        [0.77, 0.25, 0.10],
-        [0.05, 0.80, 0.55],
-    ],
-    dtype=np.float32,
-)
 
 
 # --- softmax ----------------------------------------------------------------------------

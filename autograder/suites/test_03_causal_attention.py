@@ -5,9 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnkit.compare import CheckFailed, expect_array, pair
+from attnkit.compare import expect_array, pair
 from attnkit_autograder.harness import grade
-from attnkit_autograder.suite_support import randn, same_call, same_module, verdict_embeddings
+from attnkit_autograder.suite_support import (
+    expect_causal,
+    randn,
+    same_call,
+    same_module,
+    verdict_embeddings,
+)
 
 T = {"kind": "tensor"}
 
@@ -131,18 +137,13 @@ def test_causal_attention_on_verdict_and_book_seed(submission, reference) -> Non
 
 @grade("test_causal_attention")
 def test_causal_attention_ignores_the_future(submission) -> None:
-    x = randn(2, 6, 3, seed=15)
-    changed = x.copy()
-    changed[:, 4:] += 10.0
-    probe = submission.probe("CausalAttention")
-    base = probe.module([3, 4, 8, 0.0], [x], seed=5)["out"]
-    moved = probe.module([3, 4, 8, 0.0], [changed], seed=5)["out"]
-    if base.get("kind") != "tensor":
-        raise CheckFailed("CausalAttention should return a tensor")
-    expect_array(
-        {**moved, "array": moved["array"][:, :4]},
-        base["array"][:, :4],
-        what="outputs of tokens 0-3 after changing tokens 4-5",
+    expect_causal(
+        submission,
+        "CausalAttention",
+        [3, 4, 8, 0.0],
+        randn(2, 6, 3, seed=15),
+        changed_from=4,
+        seed=5,
     )
 
 
