@@ -41,8 +41,3 @@ class LocalImplementation:
             result = ADAPTERS[adapter](self.namespace, **kwargs)
         result["forbidden_used"] = sorted(set(used))
         return result
-
-
-def namespace_of(module: Any) -> dict[str, Any]:
-    """A module's public names as a namespace."""
-    return {name: getattr(module, name) for name in dir(module) if not name.startswith("__")}
