@@ -3,11 +3,12 @@
 The first stage that fails produces the message, so the student hears about the most
 basic problem first:
 
-1. kind    - a torch.Tensor where a tensor is expected, an ndarray for NumPy exercises
-2. shape   - with the expected shape spelled out
+1. kind     - a torch.Tensor where a tensor is expected, an ndarray for NumPy exercises
+2. shape    - with the expected shape spelled out
 3. dtype
-4. finite  - NaN or inf where the expected values are finite
-5. values  - the largest absolute difference, where it is, and a few numbers around it
+4. finite   - NaN or inf where the expected values are finite
+5. mutation - the inputs were modified in place (checked by the callers, between 4 and 5)
+6. values   - the largest absolute difference, where it is, and a few numbers around it
 
 Messages show at most a handful of numbers: enough to act on, never a whole expected
 tensor that could be copied into a solution.
@@ -100,8 +101,13 @@ def expect_array(
     atol: float = 1e-5,
     rtol: float = 1e-4,
     check_dtype: bool = True,
+    values: bool = True,
 ) -> np.ndarray:
-    """Run every stage for one returned array; return the array when it passes."""
+    """Run every stage for one returned array; return the array when it passes.
+
+    With ``values=False`` it stops before the values stage, so a caller can check
+    something else (the inputs were not modified) before comparing numbers.
+    """
     expected = np.asarray(expected)
     if kind is not None:
         expect_kind(value, kind, what)
@@ -115,6 +121,8 @@ def expect_array(
         )
     if check_dtype and got.dtype != expected.dtype:
         raise CheckFailed(f"{what} has dtype {got.dtype}, expected {expected.dtype}", stage="dtype")
+    if not values and (expected.dtype == bool or got.dtype == bool):
+        return got
     if expected.dtype == bool or got.dtype == bool:
         wrong = np.argwhere(got.astype(bool) != expected.astype(bool))
         if len(wrong):
@@ -134,6 +142,8 @@ def expect_array(
             "NaN usually comes from exp() overflowing or from -inf minus -inf.",
             stage="finite",
         )
+    if not values:
+        return got
     got64, expected64 = got.astype(np.float64), expected.astype(np.float64)
     same_infinities = np.array_equal(got64[~expected_finite], expected64[~expected_finite])
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf where both are -inf

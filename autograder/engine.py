@@ -289,6 +289,11 @@ def grader_process(slot: int, tasks: Any, results: Any, settings: GradeSettings)
     """One grader: take submissions from ``tasks``, write their result files, report back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides when to stop
     signal.signal(signal.SIGTERM, stop_on_sigterm)
+    # Start the zygote first: it imports torch in its own process while this one imports
+    # the references, so the two start-up costs overlap instead of adding up.
+    from .isolation import zygote
+
+    zygote()
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             while not _stopping:

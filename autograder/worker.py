@@ -200,19 +200,16 @@ def serve(conn: Any, limits: SandboxLimits) -> None:
     conn.send_bytes(_encode({"ready": info}))
     namespace: dict[str, Any] = {"__name__": "submission"}
     while True:
-        snapshot.restore()
         try:
             request = _decode(conn.recv_bytes())
         except EOFError:
             return
-        reply = handle(request, namespace, snapshot)
+        # Undo whatever the submission patched when it loaded or in its previous call.
         snapshot.restore()
-        conn.send_bytes(_encode(reply))
+        conn.send_bytes(_encode(handle(request, namespace)))
 
 
-def handle(
-    request: dict[str, Any], namespace: dict[str, Any], snapshot: Snapshot
-) -> dict[str, Any]:
+def handle(request: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
     if request.get("op") == "load":
         statements = [Statement(**s) for s in request["statements"]]
         notes = _execute_definitions(Definitions(statements=statements), namespace)
@@ -222,7 +219,6 @@ def handle(
         adapter = _ADAPTERS[request["adapter"]]
         with _tripwires(request.get("forbidden", ())) as used:
             result = adapter(namespace, **request["kwargs"])
-        snapshot.restore()  # whatever the call patched, describe its answer with the originals
         result["forbidden_used"] = sorted(set(used))
         return {"id": call_id, "ok": result}
     except BaseException as exc:  # everything is reported; the grader decides
