@@ -31,7 +31,7 @@ from pathlib import Path
 from attnkit.diagnosis import mistakes_for
 
 from .corpus import fill_notebook, released_notebook, write_notebook
-from .course import run_nbgrader, write_course_skeleton
+from .course import run_nbgrader, scripts_on_path, write_course_skeleton
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS_DIR = ROOT / "assignments"
@@ -148,11 +148,13 @@ def build_submissions(folder: Path, slug: str, count: int) -> dict[str, int]:
     return kinds
 
 
-def timed(command: list[str], cwd: Path | None = None) -> tuple[float, int, int, int]:
+def timed(
+    command: list[str], cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[float, int, int, int]:
     """(wall seconds, peak RSS sum and peak PSS sum of the process tree in bytes, exit code)."""
     started = time.perf_counter()
     process = subprocess.Popen(
-        command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     with PeakMemory(process.pid) as memory:
         code = process.wait()
@@ -209,7 +211,7 @@ def bench_nbgrader(folder: Path, slug: str, sample: int, work: Path) -> dict[str
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
     command = [sys.executable, "-m", "nbgrader", "autograde", slug, "--force"]
-    wall, peak, pss, code = timed(command, cwd=course)
+    wall, peak, pss, code = timed(command, cwd=course, env=scripts_on_path())
     return {"wall": wall, "peak": peak, "pss": pss, "code": code, "graded": len(honest)}
 
 

@@ -8,6 +8,7 @@ output, and a test regenerates it to prove it has not drifted.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -83,6 +84,20 @@ def write_course_skeleton(root: Path, slugs: list[str]) -> None:
         shutil.copyfile(source_notebook(slug), target / f"{slug}.ipynb")
 
 
+def scripts_on_path() -> dict[str, str]:
+    """os.environ with this interpreter's scripts folder first on PATH.
+
+    nbgrader runs its own console scripts (``alembic``, to create and migrate the
+    gradebook) by name, so they must be found even when the virtual environment the kit
+    runs from was never activated, as in CI or `.venv/bin/attnkit ...`.
+    """
+    scripts = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    if scripts not in path.split(os.pathsep):
+        path = os.pathsep.join([scripts, path]) if path else scripts
+    return {**os.environ, "PATH": path}
+
+
 def run_nbgrader(root: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     done = subprocess.run(
         [sys.executable, "-m", "nbgrader", *args],
@@ -90,6 +105,7 @@ def run_nbgrader(root: Path, *args: str, timeout: float = 600) -> subprocess.Com
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=scripts_on_path(),
     )
     if done.returncode != 0:
         raise KitError(

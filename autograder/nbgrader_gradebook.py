@@ -8,6 +8,7 @@ generate_assignment`` creates it); students and submissions are created as neede
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,9 @@ def push_grades(course: Path, records: list[dict[str, Any]]) -> list[str]:
     """Write each record's points into the gradebook; returns notes on what was skipped."""
     from nbgrader.api import Gradebook, MissingEntry
 
+    from .course import scripts_on_path
+
+    os.environ.update(scripts_on_path())  # nbgrader's Gradebook runs `alembic` by name
     database = course / "gradebook.db"
     if not database.is_file():
         raise KitError(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from attnkit_autograder.corpus import (
     released_notebook,
     write_notebook,
 )
-from attnkit_autograder.course import init_course, run_nbgrader
+from attnkit_autograder.course import init_course, run_nbgrader, scripts_on_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUG = "01_numpy_attention"
@@ -52,6 +53,8 @@ def submissions() -> dict[str, dict]:
 
 def nbgrader_cell_scores(course: Path) -> dict[str, dict[str, float]]:
     from nbgrader.api import Gradebook
+
+    os.environ.update(scripts_on_path())  # the Gradebook runs `alembic` by name
 
     scores: dict[str, dict[str, float]] = {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
