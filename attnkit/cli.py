@@ -155,11 +155,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         feedback=args.feedback,
     )
     with engine.exclusive(args.out):
-        todo = [
-            s
-            for s in submissions
-            if args.force or not engine.already_graded(args.out, s, args.feedback)
-        ]
+        todo = engine.pending(submissions, args.out, settings, args.force)
         skipped = len(submissions) - len(todo)
         if skipped:
             print(
@@ -167,7 +163,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
             )
         with tqdm(total=len(todo), unit="submission", desc="grading", disable=None) as bar:
             _, interrupted = engine.grade_all(
-                submissions, args.out, settings, args.jobs, args.force, progress=bar.update
+                todo, args.out, settings, args.jobs, progress=bar.update
             )
         records = engine.write_gradebook(args.out)
         if args.feedback:

@@ -98,25 +98,14 @@ def tree_pss(root: int) -> int:
 
 def tree_rss(root: int) -> int:
     """Sum of RSS (bytes) over ``root`` and every descendant (shared pages counted each time)."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
     page = os.sysconf("SC_PAGE_SIZE")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    total = 0
+    for pid in descendants(root):
         try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-            parent, resident = int(fields[1]), int(fields[21])
+            with open(f"/proc/{pid}/stat") as handle:
+                total += int(handle.read().rsplit(")", 1)[1].split()[21]) * page
         except (OSError, IndexError, ValueError):
             continue
-        children.setdefault(parent, []).append(int(entry))
-        rss[int(entry)] = resident * page
-    total, stack = 0, [root]
-    while stack:
-        pid = stack.pop()
-        total += rss.get(pid, 0)
-        stack.extend(children.get(pid, []))
     return total
 
 

@@ -39,7 +39,7 @@ from attnkit.notebook_code import Definitions, NotebookError, extract_definition
 
 from .discovery import Submission
 from .harness import ERROR, FAILED, FORBIDDEN, INTERNAL, PASSED, TIMEOUT, TestVerdict, run_suite
-from .rubric import graded_cells
+from .rubric import GradedCell, graded_cells
 
 SCHEMA = "attnkit-grades/1"
 MAX_SUBMISSION_BYTES = 32 * 1024**2
@@ -83,6 +83,30 @@ def result_path(out: Path, submission: Submission) -> Path:
 # -- grading one submission -------------------------------------------------------------------
 
 
+def cell_entry(
+    cell: GradedCell,
+    points: float,
+    status: str,
+    message: str,
+    hint: str | None = None,
+    checks_passed: int = 0,
+    checks_total: int = 0,
+) -> dict[str, Any]:
+    """One graded cell's entry in a result (the ``tests`` list of grades.json)."""
+    return {
+        "grade_id": cell.grade_id,
+        "exercise": cell.exercise,
+        "points": points,
+        "max_points": cell.points,
+        "status": status,
+        "message": message,
+        "hint": hint,
+        "checks_passed": checks_passed,
+        "checks_total": checks_total,
+        "diagnosis": None,
+    }
+
+
 def error_record(submission: Submission, reason: str) -> dict[str, Any]:
     slug = submission.assignment
     cells = graded_cells(slug) if slug in ASSIGNMENTS else ()
@@ -95,21 +119,7 @@ def error_record(submission: Submission, reason: str) -> dict[str, Any]:
         "error": reason,
         "score": 0.0,
         "max_score": sum(c.points for c in cells),
-        "tests": [
-            {
-                "grade_id": c.grade_id,
-                "exercise": c.exercise,
-                "points": 0.0,
-                "max_points": c.points,
-                "status": ERROR,
-                "message": reason,
-                "hint": None,
-                "checks_passed": 0,
-                "checks_total": 0,
-                "diagnosis": None,
-            }
-            for c in cells
-        ],
+        "tests": [cell_entry(c, 0.0, ERROR, reason) for c in cells],
         "notes": [],
     }
 
@@ -151,18 +161,15 @@ def score_cells(
         failing = [v for v in mine if v.status != PASSED]
         first = failing[0] if failing else None
         tests.append(
-            {
-                "grade_id": cell.grade_id,
-                "exercise": cell.exercise,
-                "points": cell.points if status == PASSED else 0.0,
-                "max_points": cell.points,
-                "status": status,
-                "message": "" if first is None else first.message,
-                "hint": None if first is None else first.hint,
-                "checks_passed": passed,
-                "checks_total": len(mine),
-                "diagnosis": None,
-            }
+            cell_entry(
+                cell,
+                cell.points if status == PASSED else 0.0,
+                status,
+                "" if first is None else first.message,
+                None if first is None else first.hint,
+                passed,
+                len(mine),
+            )
         )
     return tests
 
@@ -336,16 +343,21 @@ def already_graded(out: Path, submission: Submission, feedback: bool = False) ->
     return record.get("source_sha256") == sha256_file(submission.path)
 
 
+def pending(
+    submissions: list[Submission], out: Path, settings: GradeSettings, force: bool = False
+) -> list[Submission]:
+    """The submissions that still need grading into ``out`` (all of them with ``force``)."""
+    return [s for s in submissions if force or not already_graded(out, s, settings.feedback)]
+
+
 def grade_all(
-    submissions: list[Submission],
+    todo: list[Submission],
     out: Path,
     settings: GradeSettings,
     jobs: int,
-    force: bool = False,
     progress: Callable[[int], Any] | None = None,
 ) -> tuple[int, bool]:
-    """Grade every submission not yet graded; returns (how many were graded now, interrupted)."""
-    todo = [s for s in submissions if force or not already_graded(out, s, settings.feedback)]
+    """Grade ``todo`` (see :func:`pending`); returns (how many were graded, interrupted)."""
     if not todo:
         return 0, False
     context = multiprocessing.get_context("spawn")

@@ -23,6 +23,8 @@ import shutil
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,21 +97,29 @@ def shared_copy_candidates() -> list[Path]:
     return [checkout.parent / "shared" / "data" / VERDICT_FILENAME]
 
 
+@contextmanager
+def staged(target: Path, origin: str) -> Iterator[Path]:
+    """A temporary file beside ``target`` to fill; when the block ends it is verified and
+    renamed over ``target``. A failure or a wrong checksum leaves nothing behind."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".part", delete=False) as tmp:
+        tmp_path = Path(tmp.name)
+    try:
+        yield tmp_path
+        verify(tmp_path, origin)
+        os.replace(tmp_path, target)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+
+
 def install_copy(source: Path, origin: str) -> Path:
     """Verify ``source`` and copy it atomically into the data folder."""
     verify(source, origin)
     target = data_dir() / VERDICT_FILENAME
     if target.resolve() == source.resolve():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".part", delete=False) as tmp:
-        tmp_path = Path(tmp.name)
-    try:
+    with staged(target, origin) as tmp_path:
         shutil.copyfile(source, tmp_path)
-        verify(tmp_path, origin)
-        os.replace(tmp_path, target)
-    finally:
-        tmp_path.unlink(missing_ok=True)
     return target
 
 
@@ -118,10 +128,7 @@ def download(url: str, target: Path, progress: bool = True) -> Path:
 
     A failed or corrupted download never leaves a partial file under the real name.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".part", delete=False) as tmp:
-        tmp_path = Path(tmp.name)
-    try:
+    with staged(target, f"download from {url}") as tmp_path:
         try:
             with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_S) as response:
                 total = int(response.headers.get("Content-Length") or 0) or None
@@ -149,10 +156,6 @@ def download(url: str, target: Path, progress: bool = True) -> Path:
                 f"failed ({reason}).",
                 HOW_TO_GET_IT,
             ) from None
-        verify(tmp_path, f"download from {url}")
-        os.replace(tmp_path, target)
-    finally:
-        tmp_path.unlink(missing_ok=True)
     return target
 
 

@@ -6,9 +6,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..book import BOOK_INPUTS
 from ..compare import expect_array, expect_shape, expect_unchanged, pair, part
 from ..probe import Probe
-from .lesson_02 import BOOK, BOOK_INPUTS
+from .lesson_02 import BOOK
 from .registry import visible
 
 SLUG = "03_causal_attention"
