@@ -176,9 +176,12 @@ def transfer_weights(
     seed: int = 0,
     qkv_bias: bool = False,
     name: str = "copy_v2_weights_into_v1",
+    v2_state: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Build a v2 and a v1, call ``copy_v2_weights_into_v1(v2, v1)``, return both states.
 
+    ``v2_state`` (chosen by the caller) is loaded into v2 before the copy, so a check can
+    compare v1 with weights it knows rather than with what the implementation reports.
     With ``qkv_bias=True`` the copy is expected to refuse; ``raised`` names the
     exception type it raised (None if it did not raise).
     """
@@ -186,6 +189,8 @@ def transfer_weights(
 
     torch.manual_seed(seed)
     v2 = lookup(ns, "SelfAttention_v2")(d_in, d_out, qkv_bias=qkv_bias)
+    if v2_state:
+        load_state(v2, v2_state)
     v1 = lookup(ns, "SelfAttention_v1")(d_in, d_out)
     copy = lookup(ns, name)
     raised = None
@@ -231,3 +236,89 @@ ADAPTERS: dict[str, Callable[..., dict[str, Any]]] = {
     "transfer_weights": transfer_weights,
     "parameter_shapes": parameter_shapes,
 }
+
+
+# -- what a reply from an untrusted implementation must look like -------------------------------
+
+
+class MalformedResult(ValueError):
+    """An adapter result that does not have the documented shape (a hostile or broken reply)."""
+
+
+DESCRIPTION_KINDS = ("tensor", "ndarray", "number", "sequence", "none", "other")
+MAX_SEQUENCE_DEPTH = 4
+
+
+def _check_description(value: Any, depth: int = 0) -> None:
+    if not isinstance(value, dict) or value.get("kind") not in DESCRIPTION_KINDS:
+        raise MalformedResult("an output description has no known kind")
+    kind = value["kind"]
+    if kind in ("tensor", "ndarray", "number"):
+        if not isinstance(value.get("array"), np.ndarray) or not isinstance(
+            value.get("dtype"), str
+        ):
+            raise MalformedResult(f"a {kind} output has no array or dtype")
+    elif kind == "sequence":
+        items = value.get("items")
+        if not isinstance(items, list) or depth >= MAX_SEQUENCE_DEPTH:
+            raise MalformedResult("a sequence output is malformed or nests too deeply")
+        for item in items:
+            _check_description(item, depth + 1)
+    elif kind == "other" and not isinstance(value.get("type", ""), str):
+        raise MalformedResult("an output's type name is not text")
+
+
+def _check_arrays(value: Any, what: str, allow_none: bool = False) -> None:
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise MalformedResult(f"{what} is not a mapping of names to arrays")
+    for item in value.values():
+        if not (isinstance(item, np.ndarray) or (allow_none and item is None)):
+            raise MalformedResult(f"{what} holds something that is not an array")
+
+
+def _check_inputs_after(value: Any) -> None:
+    if not isinstance(value, list) or not all(
+        item is None or isinstance(item, np.ndarray) for item in value
+    ):
+        raise MalformedResult("inputs_after is not a list of arrays")
+
+
+def validate_result(adapter: str, result: Any) -> dict[str, Any]:
+    """Check that ``result`` has exactly the shape ``adapter`` documents; return it.
+
+    Every reply from a sandboxed submission passes through here before a check reads it,
+    so a forged or damaged reply fails that submission's check instead of the grader.
+    """
+    if not isinstance(result, dict):
+        raise MalformedResult("the result is not a mapping")
+    used = result.get("forbidden_used", [])
+    if not isinstance(used, list) or not all(isinstance(u, str) for u in used):
+        raise MalformedResult("forbidden_used is not a list of names")
+    if adapter == "call_function":
+        _check_description(result.get("out"))
+        _check_inputs_after(result.get("inputs_after"))
+    elif adapter == "run_module":
+        _check_description(result.get("out"))
+        _check_arrays(result.get("params"), "params")
+        _check_arrays(result.get("buffers"), "buffers")
+        _check_arrays(result.get("grads"), "grads", allow_none=True)
+        _check_inputs_after(result.get("inputs_after"))
+    elif adapter == "transfer_weights":
+        if "raised" in result:
+            if result["raised"] is not None and not isinstance(result["raised"], str):
+                raise MalformedResult("raised is not an exception name")
+        else:
+            _check_arrays(result.get("v1"), "v1")
+            _check_arrays(result.get("v2"), "v2")
+            if not isinstance(result.get("returned_v1"), bool):
+                raise MalformedResult("returned_v1 is not a boolean")
+    elif adapter == "parameter_shapes":
+        shapes = result.get("shapes")
+        if not isinstance(shapes, dict) or not all(
+            isinstance(s, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in s)
+            for s in shapes.values()
+        ):
+            raise MalformedResult("shapes is not a mapping of names to integer lists")
+    else:
+        raise MalformedResult(f"unknown adapter {adapter!r}")
+    return result

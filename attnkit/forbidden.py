@@ -1,89 +1,232 @@
-"""Detect library calls that would skip the point of an exercise.
+"""Find library calls that would skip the point of an exercise, and code that tampers.
 
-Two independent detectors, because either alone can be dodged:
+Only runtime evidence costs points. While an exercise's code runs, :class:`Recorder`
+watches PyTorch at two levels:
 
-* :func:`scan_source` reads the exercise's source code and finds the forbidden names
-  however they are reached (``torch.softmax``, ``F.softmax``, ``x.softmax``,
-  ``from torch.nn.functional import softmax``, ``getattr(torch, "softmax")``).
-* :func:`tripwires` wraps the forbidden callables while the exercise runs and records
-  every call, which also catches a forbidden call hidden inside a helper function.
+* the *function* level (a ``TorchFunctionMode``): ``torch.softmax``, ``F.softmax``,
+  ``x.softmax``, ``F.scaled_dot_product_attention``, ``F.multi_head_attention_forward``
+  (what ``nn.MultiheadAttention`` runs), however the function was named or aliased;
+* the *dispatch* level (a ``TorchDispatchMode``): every ATen kernel reached, whatever
+  Python name led there: ``torch._softmax``, ``log_softmax(...).exp()``,
+  ``torch.ops.aten._softmax``, the ``_scaled_dot_product_*`` family.
+
+Static findings never cost points: :func:`scan_source` (forbidden names in the source)
+and :func:`tampering` (code that reaches into the grader's machinery: ``sys.modules``,
+frames, ``gc``, ``ctypes``, PyTorch's mode stacks) become notes for the instructor, each
+naming the cell and line. A student who defeats the recorder has to write exactly such
+code.
 """
 
 from __future__ import annotations
 
 import ast
-import sys
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
+SOFTMAX_KERNELS = frozenset(
+    {"aten._softmax", "aten.softmax", "aten._log_softmax", "aten.log_softmax",
+     "aten._safe_softmax", "aten.special_softmax", "aten.special_log_softmax"}
+)  # fmt: skip
+ATTENTION_KERNELS = frozenset(
+    {"aten.scaled_dot_product_attention", "aten._scaled_dot_product_attention_math",
+     "aten._scaled_dot_product_flash_attention", "aten._scaled_dot_product_flash_attention_for_cpu",
+     "aten._scaled_dot_product_efficient_attention", "aten._scaled_dot_product_cudnn_attention",
+     "aten._scaled_dot_product_fused_attention_overrideable", "aten._safe_softmax",
+     "aten._native_multi_head_attention", "aten._transformer_encoder_layer_fwd"}
+)  # fmt: skip
 
-def _final_names(paths: Iterable[str]) -> dict[str, str]:
-    return {path.rsplit(".", 1)[-1]: path for path in paths}
+# Each forbidden call an exercise names (see attnkit.assignments), with the Python
+# functions that reach it and the ATen kernels that compute it.
+SOFTMAX_FUNCTIONS = (
+    "torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax",
+    "torch.log_softmax", "torch.nn.functional.log_softmax", "torch.Tensor.log_softmax",
+    "torch.special.softmax", "torch.special.log_softmax", "torch._softmax",
+    "torch._log_softmax", "torch.nn.functional.gumbel_softmax",
+)  # fmt: skip
+ATTENTION_FUNCTIONS = (
+    "torch.nn.functional.scaled_dot_product_attention",
+    "torch.nn.functional.multi_head_attention_forward",
+)
+FAMILIES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
+    "torch.softmax": (SOFTMAX_FUNCTIONS, SOFTMAX_KERNELS),
+    "torch.nn.functional.softmax": (SOFTMAX_FUNCTIONS, SOFTMAX_KERNELS),
+    "torch.Tensor.softmax": (SOFTMAX_FUNCTIONS, SOFTMAX_KERNELS),
+    "scipy.special.softmax": ((), frozenset()),
+    "torch.nn.functional.scaled_dot_product_attention": (ATTENTION_FUNCTIONS, ATTENTION_KERNELS),
+    "torch.nn.MultiheadAttention": (ATTENTION_FUNCTIONS, ATTENTION_KERNELS),
+}
 
 
-def scan_source(source: str, forbidden: Iterable[str]) -> list[str]:
-    """Forbidden calls that appear in ``source``, as dotted names, sorted."""
-    finals = _final_names(forbidden)
-    if not finals:
-        return []
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr in finals:
-            found.add(finals[node.attr])
-        elif isinstance(node, ast.ImportFrom):
-            found.update(finals[a.name] for a in node.names if a.name in finals)
-        elif (
-            isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in finals
-        ):
-            found.add(finals[node.value])  # getattr(torch, "softmax") and friends
-    return sorted(found)
+def _resolve(path: str) -> Any:
+    import importlib
 
-
-def _resolve(path: str) -> tuple[Any, str] | None:
-    """(owner object, attribute) for a dotted path whose module is already imported."""
     parts = path.split(".")
     for split in range(len(parts) - 1, 0, -1):
-        module = sys.modules.get(".".join(parts[:split]))
-        if module is None:
+        try:
+            owner: Any = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
             continue
-        owner = module
-        for part in parts[split:-1]:
+        for part in parts[split:]:
             owner = getattr(owner, part, None)
             if owner is None:
                 return None
-        return (owner, parts[-1]) if hasattr(owner, parts[-1]) else None
+        return owner
     return None
 
 
-@contextmanager
-def tripwires(paths: Iterable[str]) -> Iterator[list[str]]:
-    """Record calls to ``paths`` made inside the block; the calls still work.
+class Recorder:
+    """Record the forbidden functions and kernels reached inside the ``with`` block.
 
-    Only modules that are already imported are wrapped: code that never imported scipy
-    cannot call scipy.special.softmax.
+    ``used`` holds one entry per finding, e.g. ``"torch.log_softmax"`` or
+    ``"aten._softmax (PyTorch's kernel)"``. The calls still run: the grader turns a
+    finding into a ``forbidden`` verdict, the self-check into a failed check.
     """
-    used: list[str] = []
-    patched: list[tuple[Any, str, Any]] = []
-    for path in paths:
-        resolved = _resolve(path)
-        if resolved is None:
-            continue
-        owner, attr = resolved
-        original = getattr(owner, attr)
 
-        def wrapper(*args: Any, __original=original, __path=path, **kwargs: Any) -> Any:
-            used.append(__path)
-            return __original(*args, **kwargs)
+    def __init__(self, forbidden: Iterable[str]) -> None:
+        self.used: set[str] = set()
+        functions: set[str] = set()
+        kernels: set[str] = set()
+        for name in forbidden:
+            family_functions, family_kernels = FAMILIES.get(name, ((name,), frozenset()))
+            functions.update(family_functions)
+            kernels.update(family_kernels)
+        self.kernels = frozenset(kernels)
+        self.functions: dict[Any, str] = {}
+        for path in functions:
+            target = _resolve(path)
+            if target is not None:
+                self.functions[target] = path
+        self._modes: list[Any] = []
 
-        setattr(owner, attr, wrapper)
-        patched.append((owner, attr, original))
+    def __enter__(self) -> Recorder:
+        if not self.kernels and not self.functions:
+            return self
+        from torch.overrides import TorchFunctionMode
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        recorder = self
+
+        class Functions(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                name = recorder.functions.get(func)
+                if name is not None:
+                    recorder.used.add(name)
+                return func(*args, **(kwargs or {}))
+
+        class Kernels(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                name = str(func.overloadpacket)
+                if name in recorder.kernels:
+                    recorder.used.add(f"{name} (PyTorch's kernel)")
+                return func(*args, **(kwargs or {}))
+
+        self._modes = [Functions(), Kernels()]
+        for mode in self._modes:
+            mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for mode in reversed(self._modes):
+            mode.__exit__(None, None, None)
+        self._modes = []
+
+
+# -- static findings: notes for the instructor, never a verdict -------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    cell: int
+    line: int
+    what: str
+
+    def note(self) -> str:
+        return f"code cell {self.cell}, line {self.line}: {self.what}"
+
+
+def _parse(source: str) -> ast.AST | None:
     try:
-        yield used
-    finally:
-        for owner, attr, original in reversed(patched):
-            setattr(owner, attr, original)
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        source = TransformerManager().transform_cell(source)
+    except Exception:
+        pass
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def scan_source(source: str, forbidden: Iterable[str]) -> list[tuple[int, str]]:
+    """(line, dotted name) of each forbidden name that appears in ``source``."""
+    finals = {path.rsplit(".", 1)[-1]: path for path in forbidden}
+    tree = _parse(source) if finals else None
+    if tree is None:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in finals:
+            found.append((node.lineno, finals[node.attr]))
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            found.extend(
+                (node.lineno, finals[a.name])
+                for a in node.names
+                if a.name in finals and module.startswith(("torch", "scipy"))
+            )
+    return sorted(set(found))
+
+
+TAMPERING_ATTRIBUTES = {
+    "modules": "sys.modules",
+    "_getframe": "sys._getframe",
+    "settrace": "sys.settrace",
+    "setprofile": "sys.setprofile",
+    "get_referrers": "gc.get_referrers",
+    "get_objects": "gc.get_objects",
+    "currentframe": "inspect.currentframe",
+    "f_back": "a frame's f_back",
+    "f_globals": "a frame's f_globals",
+    "f_locals": "a frame's f_locals",
+    "tb_frame": "a traceback's frames",
+    "__closure__": "a function's closure",
+    "_C": "PyTorch's C internals (torch._C)",
+    "_python_dispatch": "PyTorch's dispatch-mode stack",
+    "_pop_mode": "PyTorch's mode stack",
+    "_push_mode": "PyTorch's mode stack",
+    "_disable_torch_function": "PyTorch's torch-function switch",
+    "DisableTorchFunction": "PyTorch's torch-function switch",
+    "DisableTorchFunctionSubclass": "PyTorch's torch-function switch",
+}
+TAMPERING_MODULES = {"ctypes", "gc", "_ctypes", "cffi", "attnkit", "pyseccomp", "resource"}
+
+
+def tampering(cells: Iterable[tuple[int, str]]) -> list[Finding]:
+    """Code that reaches into the grader's machinery, per cell and line (a note, not a verdict)."""
+    findings = []
+    for index, source in cells:
+        tree = _parse(source)
+        if tree is None:
+            continue
+        for node in ast.walk(tree):
+            what = None
+            if isinstance(node, ast.Attribute) and node.attr in TAMPERING_ATTRIBUTES:
+                what = TAMPERING_ATTRIBUTES[node.attr]
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                hits = [n for n in names if n.split(".")[0] in TAMPERING_MODULES]
+                # The lessons' own setup imports attnkit.notebook and attnkit_data.
+                hits = [n for n in hits if n not in ("attnkit.notebook",)]
+                if hits:
+                    what = f"imports {hits[0]}"
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("__import__", "exec", "eval", "compile")
+            ):
+                what = f"calls {node.func.id}()"
+            if what is not None:
+                findings.append(Finding(index, getattr(node, "lineno", 0), what))
+    return sorted(set(findings), key=lambda f: (f.cell, f.line, f.what))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from .adapters import ADAPTERS
-from .forbidden import tripwires
+from .forbidden import Recorder
 
 
 class Implementation(Protocol):
@@ -37,7 +37,7 @@ class LocalImplementation:
     def run(
         self, adapter: str, *, forbidden: tuple[str, ...] = (), **kwargs: Any
     ) -> dict[str, Any]:
-        with tripwires(forbidden) as used:
+        with Recorder(forbidden) as recorder:
             result = ADAPTERS[adapter](self.namespace, **kwargs)
-        result["forbidden_used"] = sorted(set(used))
+        result["forbidden_used"] = sorted(recorder.used)
         return result

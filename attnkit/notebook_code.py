@@ -1,33 +1,38 @@
-"""Read a student's notebook (or .py file) and keep only its definitions.
+"""Read a student's notebook (or .py file) and run its code cells the way Jupyter's "Run All" does.
 
-Grading runs a submission's *definitions* - imports, functions, classes and plain
-assignments - not its demo cells. A cell that prints, plots or crashes cannot take
-working functions down with it, and running nothing but definitions keeps grading fast.
+The rule, the same for the grader, ``attnkit check`` and the in-notebook ``lesson.check``:
 
-Reading is defensive: a notebook can be malformed JSON, not UTF-8, empty, in the old
-nbformat 3 layout, or have cells that do not parse. Each problem becomes a note that
-names the file and the cell; the rest of the file is still used.
+* every code cell runs, in order, through IPython's own input transformation (magics,
+  ``!shell`` lines, ``name?`` help) in a namespace where ``display``, ``get_ipython`` and
+  ``__name__ == "__main__"`` exist, as in a kernel;
+* a cell that raises does not stop the run: the error becomes a note naming the cell and
+  line, and the next cell runs; a cell that runs past its time limit is interrupted;
+* the only cells not run are *check cells*: cells whose code does nothing but call the
+  kit's self-check (``lesson.check(softmax)``) or hold comments (the hidden-test
+  placeholders). They bind no name, so nothing an exercise needs can depend on them;
+* the graded definition of an exercise is the one bound when the last cell has run. When
+  the notebook still has the exercise's graded cell and the definition *live at that cell*
+  differs (the student redefined it further down), both are graded and the better counts.
+
+Reading is defensive: a notebook can be malformed JSON, not UTF-8, empty, nested
+absurdly deep, or in the old nbformat 3 layout. Each problem is a :class:`NotebookError`
+naming the file and saying what to do.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import signal
+import sys
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import KitError
 
-KEPT_STATEMENTS = (
-    ast.Import,
-    ast.ImportFrom,
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
-    ast.Assign,
-    ast.AnnAssign,
-)
+MAX_JSON_DEPTH = 64
 
 
 class NotebookError(KitError):
@@ -35,46 +40,67 @@ class NotebookError(KitError):
 
 
 @dataclass(frozen=True)
-class Statement:
-    """One top-level definition, with where it came from."""
+class Cell:
+    """One code cell of a submission."""
 
-    cell: int
-    line: int
-    names: tuple[str, ...]
-    code: str
+    index: int
+    """1-based position among the notebook's code cells (what notes call "code cell N")."""
+    source: str
+    grade_id: str | None = None
+    """The nbgrader grade id when this is a graded (test) cell, else None."""
+
+    @property
+    def is_check_cell(self) -> bool:
+        return is_check_cell(self.source)
 
 
 @dataclass
-class Definitions:
-    """The definitions of a submission, ready to execute, plus what was skipped and why."""
+class CellOutcome:
+    """What happened when one cell ran: nothing (ok), an error, or a timeout."""
 
-    statements: list[Statement] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    index: int
+    status: str = "ok"  # ok | error | timeout | skipped
+    error_type: str = ""
+    message: str = ""
+    line: int | None = None
 
-    def source_of(self, name: str) -> str:
-        """All code that defines ``name`` (for the forbidden-call scan)."""
-        return "\n".join(s.code for s in self.statements if name in s.names)
-
-    def needed_for(self, roots: set[str]) -> Definitions:
-        """Only the statements that ``roots`` need: their definitions, and whatever those
-        refer to, transitively. Demo code (a dataloader, a plot, a big embedding table)
-        that no exercise refers to is never run, which keeps grading fast and quiet."""
-        wanted, needed = set(roots), set()
-        changed = True
-        while changed:
-            changed = False
-            for index, statement in enumerate(self.statements):
-                if index in needed or not set(statement.names) & wanted:
-                    continue
-                needed.add(index)
-                wanted |= referenced_names(statement.code)
-                changed = True
-        kept = [s for i, s in enumerate(self.statements) if i in needed]
-        return Definitions(statements=kept, notes=list(self.notes))
+    def note(self) -> str:
+        where = f"code cell {self.index}" + (f", line {self.line}" if self.line else "")
+        if self.status == "timeout":
+            return f"{where}: stopped after running past its time limit; the cells after it still ran"
+        return f"{where}: raised {self.error_type}: {self.message}"
 
 
-def read_code_cells(path: Path) -> list[str]:
-    """The source of every code cell, in order. A .py file counts as one cell."""
+def _nesting_depth(text: str) -> int:
+    """The deepest bracket nesting in a JSON text, without recursing (json.loads would)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _source_text(source: Any) -> str:
+    if isinstance(source, list):
+        return "".join(s for s in source if isinstance(s, str))
+    return source if isinstance(source, str) else ""
+
+
+def read_cells(path: Path) -> list[Cell]:
+    """The code cells of ``path``, in order. A .py file counts as one cell."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -87,123 +113,211 @@ def read_code_cells(path: Path) -> list[str]:
             "Save the notebook again from Jupyter, which always writes UTF-8.",
         ) from None
     if path.suffix == ".py":
-        return [text]
+        return [Cell(1, text.replace("\r\n", "\n"))]
     if not text.strip():
         raise NotebookError(f"{path}: is empty.", "Submit the notebook you worked in.")
+    if _nesting_depth(text) > MAX_JSON_DEPTH:
+        raise NotebookError(
+            f"{path}: is not a notebook (its JSON nests more than {MAX_JSON_DEPTH} levels deep).",
+            "Submit the notebook you worked in, saved from Jupyter.",
+        )
     try:
         notebook = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
+        reason = f"{exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise NotebookError(
-            f"{path}: is not valid notebook JSON ({exc.msg} at line {exc.lineno}).",
+            f"{path}: is not valid notebook JSON ({reason or 'too deeply nested'}).",
             "The file was damaged, perhaps edited outside Jupyter. Re-download or re-save it.",
         ) from None
     if not isinstance(notebook, dict):
         raise NotebookError(f"{path}: is JSON but not a notebook.")
     if notebook.get("nbformat") == 3:
-        cells = [c for ws in notebook.get("worksheets", []) for c in ws.get("cells", [])]
+        worksheets = notebook.get("worksheets")
+        cells = [
+            c
+            for ws in (worksheets if isinstance(worksheets, list) else [])
+            if isinstance(ws, dict) and isinstance(ws.get("cells"), list)
+            for c in ws["cells"]
+        ]
         source_key = "input"
     elif notebook.get("nbformat") == 4:
-        cells, source_key = notebook.get("cells", []), "source"
+        cells = notebook.get("cells")
+        cells = cells if isinstance(cells, list) else []
+        source_key = "source"
     else:
         raise NotebookError(
             f"{path}: has unsupported nbformat {notebook.get('nbformat')!r} (expected 4 or 3)."
         )
-    sources = []
+    found = []
     for cell in cells:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        source = cell.get(source_key, "")
-        sources.append("".join(source) if isinstance(source, list) else str(source))
-    return sources
+        source = _source_text(cell.get(source_key, "")).replace("\r\n", "\n")
+        metadata = cell.get("metadata")
+        nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+        grade_id = None
+        if isinstance(nbgrader, dict) and nbgrader.get("grade") is True:
+            value = nbgrader.get("grade_id")
+            grade_id = value if isinstance(value, str) else None
+        found.append(Cell(len(found) + 1, source, grade_id))
+    return found
 
 
-def strip_ipython(source: str) -> str:
-    """Blank out IPython-only lines (magics, shell escapes, help) so the cell parses."""
-    lines = []
-    for line in source.splitlines():
-        stripped = line.lstrip()
-        ipython_only = stripped.startswith(("%", "!")) or (
-            stripped.endswith("?") and not stripped.startswith("#")
-        )
-        lines.append("" if ipython_only else line)
-    return "\n".join(lines)
+def is_check_cell(source: str) -> bool:
+    """True for a cell that only calls the kit's self-check, or holds nothing but comments.
 
-
-def bound_names(node: ast.stmt) -> tuple[str, ...]:
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return (node.name,)
-    if isinstance(node, ast.Import | ast.ImportFrom):
-        return tuple((a.asname or a.name).split(".")[0] for a in node.names)
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    return tuple(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
-
-
-def referenced_names(code: str) -> set[str]:
-    """Every bare name ``code`` reads (in function bodies, defaults, bases, decorators)."""
+    Such a cell binds no name and changes no state an exercise could read, so skipping it
+    cannot change what any later cell computes.
+    """
     try:
-        tree = ast.parse(code)
+        tree = ast.parse(source)
     except SyntaxError:
-        return set()
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        return False
+    for node in tree.body:
+        call = node.value if isinstance(node, ast.Expr) else None
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name)
+            and call.func.value.id == "lesson"
+            and call.func.attr == "check"
+            and all(isinstance(a, ast.Name | ast.Constant) for a in call.args)
+            and not call.keywords
+        ):
+            return False
+    return True
 
 
-def extract_definitions(cells: list[str]) -> Definitions:
-    """Keep the top-level definitions of every cell; note cells that do not parse."""
-    definitions = Definitions()
-    for index, source in enumerate(cells, start=1):
-        cleaned = strip_ipython(source)
-        try:
-            tree = ast.parse(cleaned)
-        except SyntaxError as exc:
-            definitions.notes.append(
-                f"code cell {index} has a syntax error on its line {exc.lineno}: {exc.msg}; "
-                "its definitions were skipped"
-            )
+# -- running cells ------------------------------------------------------------------------------
+
+
+class CellTimeout(BaseException):
+    """Raised inside a cell that ran past its time limit (BaseException: a bare ``except
+    Exception`` in student code must not swallow it)."""
+
+
+def kernel_shell() -> Any:
+    """An IPython shell that transforms and runs cells as a Jupyter kernel does.
+
+    Created once per process. History is kept in memory, so nothing is written to disk.
+    """
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    if InteractiveShell.initialized():
+        return InteractiveShell.instance()
+    config = Config()
+    config.HistoryManager.enabled = False
+    config.InteractiveShell.colors = "NoColor"
+    config.InteractiveShell.xmode = "Plain"
+    return InteractiveShell.instance(config=config)
+
+
+def fresh_namespace(shell: Any) -> dict[str, Any]:
+    """Give ``shell`` a new, kernel-like user namespace and return it: ``__name__ ==
+    "__main__"``, ``display`` and ``get_ipython``, as a kernel provides them."""
+    import types
+
+    from IPython.display import display
+
+    module = types.ModuleType("__main__")
+    shell.init_create_namespaces(user_module=module)
+    shell.init_user_ns()
+    namespace = shell.user_ns
+    namespace["display"] = display
+    return namespace
+
+
+def _error_line(exc: BaseException) -> int | None:
+    """The line, within its cell, where ``exc`` was raised from the cell's own code."""
+    line = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename.startswith("<ipython-input-") or frame.f_code.co_filename.startswith("<cell"):
+            line = lineno
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        line = exc.lineno
+    return line
+
+
+def run_cell(shell: Any, cell: Cell, timeout: float | None = None) -> CellOutcome:
+    """Run one cell in the shell's namespace; never raises for anything the cell does."""
+    outcome = CellOutcome(cell.index)
+    previous = None
+    if timeout:
+
+        def interrupt(signum: int, frame: Any) -> None:
+            raise CellTimeout
+
+        previous = signal.signal(signal.SIGALRM, interrupt)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        result = shell.run_cell(cell.source, store_history=False, silent=False)
+        error = result.error_before_exec or result.error_in_exec
+    except CellTimeout as exc:  # raised outside IPython's own handler
+        error = exc
+    finally:
+        if timeout:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous or signal.SIG_DFL)
+    if error is None:
+        return outcome
+    if isinstance(error, CellTimeout):
+        outcome.status = "timeout"
+        return outcome
+    outcome.status = "error"
+    outcome.error_type = type(error).__name__
+    outcome.message = str(error)[:200]
+    outcome.line = _error_line(error)
+    return outcome
+
+
+@dataclass
+class NotebookRun:
+    """A notebook after Run All: its namespace, and the definitions live at graded cells."""
+
+    namespace: dict[str, Any]
+    outcomes: list[CellOutcome] = field(default_factory=list)
+    live_at_cell: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """grade_id -> {name: the object bound to that name when the graded cell was reached}."""
+
+    @property
+    def notes(self) -> list[str]:
+        return [o.note() for o in self.outcomes if o.status in ("error", "timeout")]
+
+
+def run_cells(
+    cells: list[Cell],
+    shell: Any | None = None,
+    cell_timeout: float | None = None,
+    watch: tuple[str, ...] = (),
+) -> NotebookRun:
+    """Run ``cells`` in order as Jupyter's Run All would (see the module docstring).
+
+    ``watch`` names the exercises whose definition is recorded at every graded cell.
+    Output the cells print goes wherever this process's stdout goes.
+    """
+    shell = shell or kernel_shell()
+    run = NotebookRun(fresh_namespace(shell))
+    for cell in cells:
+        if cell.grade_id is not None:
+            run.live_at_cell[cell.grade_id] = {
+                n: run.namespace[n] for n in watch if n in run.namespace
+            }
+        if cell.is_check_cell:
             continue
-        for node in tree.body:
-            if isinstance(node, KEPT_STATEMENTS):
-                code = ast.get_source_segment(cleaned, node, padded=False) or ""
-                # Decorators sit above the def line and are not part of its segment.
-                decorators = getattr(node, "decorator_list", [])
-                if decorators:
-                    first = min(d.lineno for d in decorators)
-                    code = "\n".join(cleaned.splitlines()[first - 1 : node.end_lineno])
-                definitions.statements.append(
-                    Statement(index, node.lineno, bound_names(node), code)
-                )
-    return definitions
+        run.outcomes.append(run_cell(shell, cell, cell_timeout))
+    sys.stdout.flush()
+    return run
 
 
-def execute_definitions(definitions: Definitions, namespace: dict[str, Any]) -> list[str]:
-    """Run each statement on its own, so one failure does not stop the rest.
-
-    Returns notes about statements that raised. Only ``Exception`` is caught: a
-    KeyboardInterrupt still stops everything.
-    """
-    notes = []
-    for statement in definitions.statements:
-        try:
-            code = compile(statement.code, f"<cell {statement.cell}>", "exec")
-            exec(code, namespace)
-        except Exception as exc:
-            what = ", ".join(statement.names) or "a statement"
-            notes.append(
-                f"code cell {statement.cell}: defining {what} raised "
-                f"{type(exc).__name__}: {str(exc)[:200]}"
-            )
-    return notes
+def load_notebook(path: Path, cell_timeout: float | None = None) -> NotebookRun:
+    """Read ``path`` and run all its code cells here, in this process (trusted code only:
+    the student's own notebook in ``attnkit check``)."""
+    return run_cells(read_cells(path), cell_timeout=cell_timeout)
 
 
-def load_definitions(
-    path: Path, roots: set[str] | None = None
-) -> tuple[dict[str, Any], Definitions, list[str]]:
-    """Read ``path`` and execute its definitions here, in a fresh namespace.
-
-    With ``roots``, only what those names need is run (as the grader does).
-    """
-    definitions = extract_definitions(read_code_cells(path))
-    if roots is not None:
-        definitions = definitions.needed_for(roots)
-    namespace: dict[str, Any] = {"__name__": "submission"}
-    notes = definitions.notes + execute_definitions(definitions, namespace)
-    return namespace, definitions, notes
+def load_definitions(path: Path, roots: Any = None) -> tuple[dict[str, Any], list[Cell], list[str]]:
+    """(namespace, cells, notes) of ``path`` after Run All, in this process."""
+    cells = read_cells(path)
+    run = run_cells(cells)
+    return run.namespace, cells, run.notes

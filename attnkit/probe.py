@@ -69,8 +69,14 @@ class Probe:
         return Probe(self.impl, exercise, self.framework)
 
     def transfer(
-        self, d_in: int, d_out: int, seed: int = 0, qkv_bias: bool = False
+        self,
+        d_in: int,
+        d_out: int,
+        seed: int = 0,
+        qkv_bias: bool = False,
+        v2_state: dict[str, np.ndarray] | None = None,
     ) -> dict[str, Any]:
+        """Copy a v2's weights into a v1; ``v2_state`` (the caller's) is loaded into v2 first."""
         return self._run(
             "transfer_weights",
             name=self.exercise.name,
@@ -78,4 +84,5 @@ class Probe:
             d_out=d_out,
             seed=seed,
             qkv_bias=qkv_bias,
+            v2_state=v2_state,
         )

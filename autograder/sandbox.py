@@ -1,0 +1,354 @@
+"""Start the grading sandbox with bubblewrap, and talk to the zygote inside it.
+
+The sandbox is one bubblewrap (``bwrap``) process per grader, started once and reused for
+every submission that grader takes (see :mod:`attnkit.worker` for what runs inside). It
+is the same whether the grader runs as root or as an ordinary user:
+
+* fresh user, PID, mount, network, IPC, UTS and cgroup namespaces; no capabilities; no
+  further user namespaces; ``--die-with-parent``; a new session (no terminal);
+* a filesystem of read-only binds: ``/usr`` (and the ``/lib*``, ``/bin`` links), the
+  Python installation, the public ``attnkit`` and ``attnkit_data`` packages, the lesson
+  text; the kit's references and hidden suites are covered by empty folders, and the
+  submissions, OUT and everything else on the machine are simply not there;
+* a size-capped private ``/tmp`` (and ``/dev/shm``), emptied between submissions;
+* no inherited descriptors but the control socket.
+
+If bubblewrap is missing, or the kernel refuses it namespaces, :func:`start_sandbox`
+raises :class:`SandboxUnavailable` saying what to install or enable: grading never
+silently carries on with less isolation. ``--no-sandbox`` (trusted code only) runs the
+same zygote as a plain child process, and every result records it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attnkit.errors import KitError
+
+HIDDEN_PACKAGES = ("attnkit_autograder", "attnkit_solutions")
+KIT_ROOT = "/opt/attnkit"
+START_TIMEOUT = 120.0
+CONTROL_TIMEOUT = 15.0
+
+
+class SandboxUnavailable(KitError):
+    """The sandbox cannot be set up on this machine; grading refuses to go on without it."""
+
+
+class SandboxDied(Exception):
+    """The sandbox's zygote stopped answering (the grader starts a new one)."""
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    tmp_bytes: int = 256 * 1024**2
+    """Size of the private, writable /tmp (and /dev/shm) tmpfs, shared by one worker at a time."""
+    enabled: bool = True
+    """False only for ``--no-sandbox``: trusted code, no isolation at all."""
+    verdict: str | None = None
+    """The lesson text to show inside the sandbox (read-only), if found."""
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def _package_dir(name: str) -> str:
+    module = __import__(name)
+    return os.path.dirname(os.path.abspath(module.__file__))
+
+
+def python_paths() -> tuple[str, list[str]]:
+    """(interpreter, sys.path for the sandbox): the standard library and site-packages."""
+    paths = sysconfig.get_paths()
+    search = [paths["stdlib"], paths["platstdlib"]]
+    search += [p for p in sys.path if p.endswith("lib-dynload")]
+    search += [paths["purelib"], paths["platlib"]]
+    unique = list(dict.fromkeys(os.path.realpath(p) for p in search if p and os.path.isdir(p)))
+    executable = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    return executable, [KIT_ROOT, *unique]
+
+
+def _site_dirs() -> list[str]:
+    paths = sysconfig.get_paths()
+    return list(dict.fromkeys(os.path.realpath(paths[k]) for k in ("purelib", "platlib")))
+
+
+def _roots_to_bind(interpreter: str, search: list[str]) -> list[str]:
+    """The smallest set of folders that holds the interpreter and its search path."""
+    wanted = [os.path.dirname(os.path.dirname(interpreter))]  # the installation prefix
+    wanted += [os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)]
+    wanted += [p for p in search if p != KIT_ROOT]
+    roots: list[str] = []
+    for path in sorted(set(wanted), key=len):
+        if path.startswith("/usr/") or path == "/usr":
+            continue  # /usr is bound whole
+        if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+            roots.append(path)
+    return roots
+
+
+def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/tmp") -> list[str]:
+    """The bubblewrap command line that starts the zygote."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable(
+            "attnkit grade needs bubblewrap (bwrap) to isolate submissions, and it is not installed.",
+            "Install it: `sudo apt-get install bubblewrap` (Debian/Ubuntu), `sudo dnf install "
+            "bubblewrap` (Fedora). To grade trusted code without isolation, pass --no-sandbox.",
+        )
+    interpreter, search = python_paths()
+    args = [
+        bwrap,
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--as-pid-1",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    for link in ("/lib", "/lib64", "/lib32", "/bin", "/sbin"):
+        if os.path.islink(link):
+            args += ["--symlink", os.readlink(link), link]
+        elif os.path.isdir(link):
+            args += ["--ro-bind", link, link]
+    for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime"):
+        if os.path.exists(etc):
+            args += ["--ro-bind", etc, etc]
+    for root in _roots_to_bind(interpreter, search):
+        args += ["--ro-bind", root, root]
+    # The references and hidden suites, where installed into site-packages, are covered.
+    for site in _site_dirs():
+        for name in os.listdir(site):
+            if name.startswith(HIDDEN_PACKAGES) or name.startswith("__editable__"):
+                path = os.path.join(site, name)
+                args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+    for package in ("attnkit", "attnkit_data"):
+        args += ["--ro-bind", _package_dir(package), f"{KIT_ROOT}/{package}"]
+    args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    args += ["--size", str(settings.tmp_bytes), "--tmpfs", "/tmp"]
+    args += ["--size", str(settings.tmp_bytes // 4), "--tmpfs", "/dev/shm"]
+    environment = {
+        "PATH": "/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": "/tmp",
+        "OMP_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": "/tmp/.matplotlib",
+        "IPYTHONDIR": "/tmp/.ipython",
+        **settings.extra_env,
+    }
+    if settings.verdict and os.path.isfile(settings.verdict):
+        args += ["--ro-bind", settings.verdict, "/data/the-verdict.txt"]
+        environment["ATTNKIT_VERDICT"] = "/data/the-verdict.txt"
+    for key, value in environment.items():
+        args += ["--setenv", key, value]
+    bootstrap = _bootstrap(search, scratch, control_fd)
+    args += ["--chdir", "/tmp", interpreter, "-I", "-S", "-c", bootstrap]
+    return args
+
+
+def _bootstrap(search: list[str], scratch: str, control_fd: int) -> str:
+    return (
+        f"import sys; sys.path[:] = {search!r}; "
+        f"from attnkit.worker import zygote; zygote({scratch!r}, {control_fd})"
+    )
+
+
+def _explain_failure(stderr: str) -> SandboxUnavailable:
+    text = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
+    hint = (
+        "bubblewrap needs unprivileged user namespaces. Enable them with "
+        "`sudo sysctl -w kernel.unprivileged_userns_clone=1` (Debian) or "
+        "`sudo sysctl -w user.max_user_namespaces=15000`; on Ubuntu 24.04 also "
+        "`sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` (or an AppArmor "
+        "profile for bwrap). In a container, run it with user namespaces allowed. "
+        "To grade trusted code without isolation, pass --no-sandbox."
+    )
+    if "seccomp" in stderr.lower():
+        hint = "Install libseccomp (`sudo apt-get install libseccomp2`) and `pip install pyseccomp`."
+    return SandboxUnavailable(f"the grading sandbox could not start: {text}", hint)
+
+
+class Zygote:
+    """The running sandbox of one grader: spawns workers, resets between submissions."""
+
+    def __init__(self, settings: SandboxSettings) -> None:
+        self.settings = settings
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._scratch: str | None = None
+        if settings.enabled:
+            command = bwrap_command(settings, theirs.fileno())
+        else:
+            self._scratch = tempfile.mkdtemp(prefix="attnkit-nosandbox-")
+            interpreter, search = python_paths()
+            search[0] = os.path.dirname(_package_dir("attnkit"))
+            bootstrap = _bootstrap(search, self._scratch, theirs.fileno())
+            command = [interpreter, "-I", "-S", "-c", bootstrap]
+        self._stderr = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+            pass_fds=(theirs.fileno(),),
+            env=None if settings.enabled else _plain_environment(settings),
+            start_new_session=True,
+        )
+        theirs.close()
+        try:
+            ready = self._receive(START_TIMEOUT)
+        except SandboxDied:
+            self._stderr.seek(0)
+            stderr = self._stderr.read().decode("utf-8", "replace")
+            self.close()
+            raise _explain_failure(stderr) from None
+        if not ready.get("ready"):
+            self.close()
+            raise SandboxUnavailable("the grading sandbox did not start correctly")
+
+    @property
+    def level(self) -> str:
+        return "bubblewrap" if self.settings.enabled else "none (--no-sandbox)"
+
+    def _receive(self, timeout: float) -> dict[str, Any]:
+        ready, _, _ = select.select([self.control], [], [], timeout)
+        if not ready:
+            raise SandboxDied("the sandbox did not answer in time")
+        try:
+            data = self.control.recv(65536)
+        except OSError:
+            data = b""
+        if not data:
+            raise SandboxDied("the sandbox exited")
+        try:
+            message = json.loads(data)
+        except ValueError:
+            raise SandboxDied("the sandbox sent a malformed answer") from None
+        if not isinstance(message, dict):
+            raise SandboxDied("the sandbox sent a malformed answer")
+        return message
+
+    def spawn(self, limits: dict[str, Any]) -> tuple[int, int]:
+        """A new worker: returns (request fd to write, reply fd to read), ours to close."""
+        request_read, request_write = os.pipe()
+        reply_read, reply_write = os.pipe()
+        try:
+            self.control.sendmsg(
+                [json.dumps({"op": "spawn", "limits": limits}).encode()],
+                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fds(request_read, reply_write))],
+            )
+            answer = self._receive(CONTROL_TIMEOUT)
+        except OSError as exc:
+            raise SandboxDied(f"the sandbox is gone ({exc})") from None
+        finally:
+            os.close(request_read)
+            os.close(reply_write)
+        if "spawned" not in answer:
+            os.close(request_write)
+            os.close(reply_read)
+            raise SandboxDied("the sandbox could not start a worker")
+        return request_write, reply_read
+
+    def reset(self) -> None:
+        """Kill every worker and empty /tmp; raises SandboxDied if the zygote does not confirm."""
+        try:
+            self.control.sendmsg([b'{"op": "reset"}'])
+            answer = self._receive(CONTROL_TIMEOUT)
+        except OSError as exc:
+            raise SandboxDied(f"the sandbox is gone ({exc})") from None
+        if answer.get("clean") is not True:
+            raise SandboxDied("the sandbox did not confirm its reset")
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.control.close()
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=10)
+        self._stderr.close()
+        if self._scratch:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+def _fds(*fds: int) -> bytes:
+    import array
+
+    return array.array("i", fds).tobytes()
+
+
+def _plain_environment(settings: SandboxSettings) -> dict[str, str]:
+    return {
+        "PATH": "/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
+        **({"ATTNKIT_VERDICT": settings.verdict} if settings.verdict else {}),
+        **settings.extra_env,
+    }
+
+
+# One sandbox per grader process, started on first use and replaced if it dies.
+_current: Zygote | None = None
+
+
+def shared_zygote(settings: SandboxSettings) -> Zygote:
+    global _current
+    if _current is not None and (not _current.alive() or _current.settings != settings):
+        _current.close()
+        _current = None
+    if _current is None:
+        _current = Zygote(settings)
+    return _current
+
+
+def discard_zygote() -> None:
+    """Throw the current sandbox away (it misbehaved); the next use starts a fresh one."""
+    global _current
+    if _current is not None:
+        _current.close()
+        _current = None
+
+
+def check_sandbox(settings: SandboxSettings) -> str:
+    """Start and stop a sandbox once: raises SandboxUnavailable with a fix if it can't start."""
+    started = time.monotonic()
+    zygote = Zygote(settings)
+    zygote.close()
+    return f"{zygote.level}, started in {time.monotonic() - started:.1f} s"
+
+
+def find_verdict() -> str | None:
+    """The lesson text, if this machine has a verified copy (never downloads)."""
+    try:
+        from attnkit_data.verdict import locate_verdict
+
+        found = locate_verdict(allow_download=False, progress=False).path
+    except Exception:
+        return None
+    return str(found) if Path(found).is_file() else None
