@@ -153,7 +153,20 @@ def cmd_grade(args: argparse.Namespace) -> int:
         budget=args.budget,
         memory_mb=args.memory_mb,
         feedback=args.feedback,
+        cell_timeout=args.cell_timeout,
+        sandbox=not args.no_sandbox,
     )
+    sandbox = instructor_module("attnkit_autograder.sandbox")
+    if args.no_sandbox:
+        print(
+            "WARNING: --no-sandbox: submissions run WITHOUT isolation. Use this for trusted "
+            "code only; every result records it.",
+            file=sys.stderr,
+        )
+    else:
+        # Refuse now, with the fix, rather than record every submission as an error.
+        level = sandbox.check_sandbox(sandbox.SandboxSettings())
+        print(f"sandbox: {level}")
     with engine.exclusive(args.out):
         todo = engine.pending(submissions, args.out, settings, args.force)
         skipped = len(submissions) - len(todo)
@@ -314,6 +327,17 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--timeout", type=float, default=10.0, help="seconds per hidden test call")
     grade.add_argument("--budget", type=float, default=120.0, help="seconds per submission")
     grade.add_argument("--memory-mb", type=int, default=2048, help="memory per submission (MiB)")
+    grade.add_argument(
+        "--cell-timeout",
+        type=float,
+        default=30.0,
+        help="seconds one notebook cell may run before it is stopped (default 30)",
+    )
+    grade.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run submissions WITHOUT isolation: for trusted code only (recorded in results)",
+    )
     grade.add_argument(
         "--feedback",
         action="store_true",

@@ -20,6 +20,7 @@ code.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +59,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
 }
 
 
+@functools.cache
 def _resolve(path: str) -> Any:
     import importlib
 
@@ -75,12 +77,27 @@ def _resolve(path: str) -> Any:
     return None
 
 
+def _where() -> str:
+    """" (code cell N, line M)" for the innermost notebook frame on the stack, if any."""
+    import sys
+
+    from .notebook_code import cell_of
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        cell = cell_of(frame.f_code.co_filename)
+        if cell is not None:
+            return f" (code cell {cell}, line {frame.f_lineno})"
+        frame = frame.f_back
+    return ""
+
+
 class Recorder:
     """Record the forbidden functions and kernels reached inside the ``with`` block.
 
-    ``used`` holds one entry per finding, e.g. ``"torch.log_softmax"`` or
-    ``"aten._softmax (PyTorch's kernel)"``. The calls still run: the grader turns a
-    finding into a ``forbidden`` verdict, the self-check into a failed check.
+    ``used`` holds one entry per finding, e.g. ``"torch.log_softmax (code cell 3, line
+    5)"`` or ``"aten._softmax, PyTorch's kernel"``. The calls still run: the grader turns
+    a finding into a ``forbidden`` verdict, the self-check into a failed check.
     """
 
     def __init__(self, forbidden: Iterable[str]) -> None:
@@ -111,14 +128,14 @@ class Recorder:
             def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 name = recorder.functions.get(func)
                 if name is not None:
-                    recorder.used.add(name)
+                    recorder.used.add(name + _where())
                 return func(*args, **(kwargs or {}))
 
         class Kernels(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 name = str(func.overloadpacket)
                 if name in recorder.kernels:
-                    recorder.used.add(f"{name} (PyTorch's kernel)")
+                    recorder.used.add(f"{name}, PyTorch's kernel{_where()}")
                 return func(*args, **(kwargs or {}))
 
         self._modes = [Functions(), Kernels()]

@@ -228,11 +228,19 @@ def fresh_namespace(shell: Any) -> dict[str, Any]:
     return namespace
 
 
+def cell_of(filename: str) -> int | None:
+    """The code cell a code object came from, for cells run by :func:`run_cell`."""
+    if filename.startswith("<ipython-input-"):
+        number = filename.removeprefix("<ipython-input-").split("-", 1)[0]
+        return int(number) if number.isdigit() else None
+    return None
+
+
 def _error_line(exc: BaseException) -> int | None:
     """The line, within its cell, where ``exc`` was raised from the cell's own code."""
     line = None
     for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        if frame.f_code.co_filename.startswith("<ipython-input-") or frame.f_code.co_filename.startswith("<cell"):
+        if cell_of(frame.f_code.co_filename) is not None:
             line = lineno
     if isinstance(exc, SyntaxError) and exc.lineno:
         line = exc.lineno
@@ -242,6 +250,9 @@ def _error_line(exc: BaseException) -> int | None:
 def run_cell(shell: Any, cell: Cell, timeout: float | None = None) -> CellOutcome:
     """Run one cell in the shell's namespace; never raises for anything the cell does."""
     outcome = CellOutcome(cell.index)
+    # IPython names the cell's code <ipython-input-N-...> after its execution count: using
+    # the cell's position lets tracebacks and the forbidden-call recorder name the cell.
+    shell.execution_count = cell.index
     previous = None
     if timeout:
 

@@ -223,6 +223,7 @@ def preload() -> None:
     from . import adapters, forbidden, notebook, notebook_code, wire  # noqa: F401
 
     notebook_code.kernel_shell()
+    forbidden.Recorder(forbidden.FAMILIES)  # resolves (and caches) every watched function
     try:
         from attnkit_data import gpt2_tokenizer
 

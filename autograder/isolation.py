@@ -1,44 +1,40 @@
-"""The grader's side of isolation: run a submission in sandboxed workers, one call at a time.
+"""The grader's side of one submission: run its cells in the sandbox, then answer calls.
 
 :class:`IsolatedSubmission` implements the same ``run(adapter, **kwargs)`` interface as
-code in this process, so the hidden suites run unchanged against it. Each call goes to
-a worker (see :mod:`.worker`) with a deadline. A call that overruns its deadline, or a
-worker that dies (``os._exit``, a segfault, the memory limit), costs only that call:
-the worker's whole process group is killed, the failure becomes the test's verdict, and
-a fresh worker is started for the next test. A budget per submission bounds the total.
+code in this process, so the hidden suites run unchanged against it. Everything that
+comes back from the sandbox is treated as hostile:
+
+* every read has a deadline, a partial frame included, and a size bound; a submission's
+  replies are bounded in total, so the grader's own memory stays bounded;
+* every reply must echo the request's random nonce and pass the adapter's schema
+  (:func:`attnkit.adapters.validate_result`); anything else is that submission's failure;
+* what a worker says about itself (the cell outcomes it reports) only ever becomes a
+  note or costs that submission: verdicts come from the values its code returned.
+
+A call that overruns its deadline, or a worker that dies, costs only that call: the
+sandbox is reset (every process of the worker killed, /tmp emptied), and the next call
+starts a fresh worker that runs the cells again. A cell that had to be stopped from
+outside is skipped on that replay. A budget per submission bounds the total.
 """
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
-import shutil
+import secrets
+import select
 import signal
-import tempfile
 import time
-from collections.abc import Iterator
 from typing import Any
 
-from attnkit.adapters import MissingDefinition
-from attnkit.notebook_code import Definitions
-from attnkit.wire import WireError, decode, encode
+from attnkit.adapters import MalformedResult, MissingDefinition, validate_result
+from attnkit.notebook_code import Cell
+from attnkit.wire import HEADER, WireError, decode, encode
 
-from . import worker
+from .sandbox import SandboxDied, SandboxSettings, discard_zygote, shared_zygote
 
-PRELOAD = [
-    "numpy",
-    "torch",
-    "attnkit.adapters",
-    "attnkit.forbidden",
-    "attnkit.notebook_code",
-    "attnkit.wire",
-    "attnkit_autograder.landlock",
-    "attnkit_autograder.privileges",
-    "attnkit_autograder.worker",
-]
-SLOT_UID_BASE = 61_000
-CLEAN_ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"}
+MAX_FRAME_BYTES = 64 * 1024**2
+MAX_SUBMISSION_BYTES = 512 * 1024**2
 
 
 class WorkerTimeout(Exception):
@@ -46,7 +42,7 @@ class WorkerTimeout(Exception):
 
 
 class WorkerCrashed(Exception):
-    """The worker process died while answering."""
+    """The worker process died while answering, or sent something that is not an answer."""
 
 
 class SubmissionError(Exception):
@@ -58,67 +54,67 @@ class SubmissionError(Exception):
         self.message = message
 
 
-@contextlib.contextmanager
-def clean_environment() -> Iterator[None]:
-    """Start the zygote with a minimal environment: no instructor secrets to read."""
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(CLEAN_ENVIRONMENT)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+class Channel:
+    """One worker's request and reply pipes, read with deadlines and bounds."""
+
+    def __init__(self, requests: int, replies: int, allowance: list[int]) -> None:
+        self.requests, self.replies = requests, replies
+        self.allowance = allowance  # bytes this submission may still send, shared by workers
+        os.set_blocking(replies, False)
+
+    def send(self, message: Any) -> None:
+        payload = encode(message)
+        data = memoryview(HEADER.pack(len(payload)) + payload)
+        try:
+            while data:
+                written = os.write(self.requests, data)
+                data = data[written:]
+        except OSError as exc:
+            raise WorkerCrashed("the submission's process stopped reading") from exc
+
+    def _read(self, count: int, deadline: float, doing: str) -> bytes:
+        chunks: list[bytes] = []
+        while count:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WorkerTimeout(f"no answer after the time limit while {doing}")
+            ready, _, _ = select.select([self.replies], [], [], remaining)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(self.replies, min(count, 1 << 20))
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                raise WorkerCrashed("the submission's process exited while " + doing)
+            chunks.append(chunk)
+            count -= len(chunk)
+        return b"".join(chunks)
+
+    def receive(self, deadline: float, doing: str) -> Any:
+        header = self._read(HEADER.size, deadline, doing)
+        (length,) = HEADER.unpack(header)
+        if length > MAX_FRAME_BYTES or length > self.allowance[0]:
+            raise WorkerCrashed("the submission's process sent more data than the grader accepts")
+        self.allowance[0] -= length
+        body = self._read(length, deadline, doing)
+        try:
+            return decode(body)
+        except (WireError, RecursionError, MemoryError) as exc:
+            raise WorkerCrashed(f"the submission's process sent a malformed reply ({exc})") from None
+
+    def close(self) -> None:
+        for fd in (self.requests, self.replies):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
-@contextlib.contextmanager
-def bare_main_module() -> Iterator[None]:
-    """Hide the grader's ``__main__`` while a worker starts.
-
-    multiprocessing otherwise re-imports the parent's main module in the child (before
-    the sandbox is up), which would load grader code into the worker's memory.
-    """
-    import sys
-    import types
-
-    saved = sys.modules["__main__"]
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        sys.modules["__main__"] = saved
-
-
-_context: multiprocessing.context.BaseContext | None = None
-
-
-def zygote() -> multiprocessing.context.BaseContext:
-    """This process's forkserver context, started once with the worker's modules preloaded."""
-    global _context
-    if _context is None:
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD)
-        from multiprocessing import forkserver
-
-        with clean_environment():
-            forkserver.ensure_running()
-        _context = context
-    return _context
-
-
-def describe_exit(exitcode: int | None) -> str:
-    if exitcode is None:
-        return "stopped responding"
-    if exitcode < 0:
-        name = signal.Signals(-exitcode).name
-        reasons = {
-            "SIGSEGV": "crashed (segmentation fault)",
-            "SIGKILL": "was killed (memory or process limit, or an infinite loop)",
-            "SIGXCPU": "used up its CPU time limit",
-            "SIGABRT": "aborted",
-        }
-        return reasons.get(name, f"was killed by {name}")
-    return f"exited with status {exitcode} (os._exit or sys.exit during a call)"
+def _text(value: Any, limit: int = 300) -> str:
+    """Untrusted text from the sandbox, as a bounded, printable string."""
+    text = value if isinstance(value, str) else ""
+    return "".join(c if c.isprintable() else "?" for c in text[:limit])
 
 
 class IsolatedSubmission:
@@ -126,122 +122,162 @@ class IsolatedSubmission:
 
     def __init__(
         self,
-        definitions: Definitions,
+        cells: list[Cell],
         *,
-        slot: int = 0,
         call_timeout: float = 10.0,
+        cell_timeout: float = 30.0,
         budget: float = 60.0,
         memory_bytes: int = 2 * 1024**3,
+        sandbox: SandboxSettings | None = None,
+        watch: tuple[str, ...] = (),
         label: str = "submission",
     ) -> None:
-        self.definitions = definitions
+        self.cells = cells
         self.label = label
         self.call_timeout = call_timeout
+        self.cell_timeout = cell_timeout
         self.deadline = time.monotonic() + budget
-        self.slot = slot
+        self.budget = budget
         self.memory_bytes = memory_bytes
+        self.settings = sandbox or SandboxSettings()
+        self.watch = watch
+        self.variant: str | None = None
         self.notes: list[str] = []
         self.sandbox: dict[str, Any] = {}
-        self._process: Any = None
-        self._conn: Any = None
-        self._tmpdir: str | None = None
-        self._next_id = 0
+        self.stopped_cells: set[int] = set()
+        self.stop_notes: list[str] = []
+        self.notes_taken = False
         self.spawned = 0
         self.timed_out: set[str] = set()
+        self._allowance = [MAX_SUBMISSION_BYTES]
+        self._channel: Channel | None = None
+        self._zygote: Any = None
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def _remaining(self) -> float:
         return self.deadline - time.monotonic()
 
-    def _uid(self) -> int | None:
-        return SLOT_UID_BASE + self.slot if os.geteuid() == 0 else None
+    def _limits(self) -> dict[str, Any]:
+        return {
+            "memory_bytes": self.memory_bytes,
+            "cpu_seconds": max(5, int(self._remaining()) + 5),
+            "max_file_bytes": 64 * 1024**2,
+            "seccomp": self.settings.enabled,
+        }
+
+    def _start(self) -> None:
+        """A fresh worker that has run the submission's cells (except those stopped before)."""
+        while True:
+            if self._remaining() <= 0:
+                raise WorkerTimeout("the submission used up its total time budget")
+            self._spawn()
+            notes: list[str] = []
+            try:
+                for cell in self.cells:
+                    if cell.is_check_cell or cell.index in self.stopped_cells:
+                        continue
+                    note = self._run_cell(cell)
+                    if note is not None:
+                        notes.append(note)
+            except _CellStopped as stopped:
+                # The worker could not stop this cell itself (or the cell killed its own
+                # process): start again without it.
+                self.stopped_cells.add(stopped.cell)
+                self.stop_notes.append(stopped.note)
+                self._stop_worker()
+                continue
+            if not self.notes_taken:
+                self.notes = self.stop_notes + notes
+                self.notes_taken = True
+            return
 
     def _spawn(self) -> None:
-        context = zygote()
-        self._tmpdir = tempfile.mkdtemp(prefix="attnkit-sandbox-")
-        limits = worker.SandboxLimits(
-            memory_bytes=self.memory_bytes,
-            cpu_seconds=max(5, int(self._remaining()) + 5),
-            uid=self._uid(),
-            tmpdir=self._tmpdir,
-            readable=worker.readable_paths(),
-            listable=tuple(worker.site_packages()),
-        )
-        parent_end, child_end = context.Pipe(duplex=True)
-        process = context.Process(target=worker.serve, args=(child_end, limits), daemon=True)
-        with bare_main_module():
-            process.start()
-        child_end.close()
-        self._process, self._conn = process, parent_end
+        try:
+            self._zygote = shared_zygote(self.settings)
+            requests, replies = self._zygote.spawn(self._limits())
+        except SandboxDied as exc:
+            discard_zygote()
+            raise WorkerCrashed(f"the grading sandbox failed ({exc})") from None
+        self._channel = Channel(requests, replies, self._allowance)
         self.spawned += 1
-        ready = self._receive(min(30.0, max(self._remaining(), 1.0)), "start")
-        self.sandbox = ready.get("ready", {}) if isinstance(ready, dict) else {}
-        statements = [
-            {"cell": s.cell, "line": s.line, "names": list(s.names), "code": s.code}
-            for s in self.definitions.statements
-        ]
-        self._conn.send_bytes(encode({"op": "load", "statements": statements}))
-        loaded = self._receive(self._call_deadline(), "loading the definitions")
-        if self.spawned == 1 and isinstance(loaded, dict):
-            self.notes = [str(n) for n in loaded.get("notes", [])][:50]
+        ready = self._channel.receive(time.monotonic() + 30, "starting")
+        self.sandbox = {
+            "level": self._zygote.level,
+            "seccomp": self.settings.enabled,
+            "memory_limit": "address space of the single worker process (fork is refused)"
+            if self.settings.enabled
+            else "address space of the worker process",
+            "tmp_bytes": self.settings.tmp_bytes,
+            "worker_ready": isinstance(ready, dict) and "ready" in ready,
+        }
 
-    def _call_deadline(self) -> float:
-        remaining = self._remaining()
-        if remaining <= 0:
-            raise WorkerTimeout("the submission used up its total time budget")
-        return min(self.call_timeout, remaining)
-
-    def _receive(self, timeout: float, doing: str) -> Any:
-        assert self._conn is not None
+    def _run_cell(self, cell: Cell) -> str | None:
+        """Run one cell; a note if it failed. Raises _CellStopped if it had to be stopped here."""
+        limit = min(self.cell_timeout, max(self._remaining(), 0.1))
+        request = {
+            "op": "cell",
+            "index": cell.index,
+            "source": cell.source,
+            "grade_id": cell.grade_id,
+            "watch": list(self.watch),
+            "timeout": limit,
+        }
         try:
-            ready = self._conn.poll(timeout)
-        except (EOFError, OSError):
-            ready = True
-        if not ready:
-            self.kill()
-            raise WorkerTimeout(f"no answer after {timeout:.1f} s while {doing}")
-        try:
-            message = self._conn.recv_bytes(maxlength=256 * 1024 * 1024)
-        except (EOFError, OSError):
-            exitcode = self._reap()
-            raise WorkerCrashed(f"the submission's process {describe_exit(exitcode)}") from None
-        try:
-            return decode(message)
-        except WireError as exc:
-            self.kill()
-            raise WorkerCrashed(
-                f"the submission's process sent a malformed reply ({exc})"
-            ) from None
+            reply = self._exchange(request, limit + 2.0, f"running code cell {cell.index}")
+        except (WorkerTimeout, WorkerCrashed) as exc:
+            raise _CellStopped(cell.index, f"code cell {cell.index}: {exc}; it was skipped") from None
+        outcome = reply.get("cell") if isinstance(reply, dict) else None
+        if not isinstance(outcome, dict):
+            return None
+        line = outcome.get("line")
+        where = f"code cell {cell.index}" + (f", line {line}" if isinstance(line, int) else "")
+        if outcome.get("status") == "timeout":
+            return f"{where}: stopped after {limit:.0f} s (its time limit); the cells after it still ran"
+        if outcome.get("status") == "error":
+            return (
+                f"{where}: raised {_text(outcome.get('error_type'), 80)}: "
+                f"{_text(outcome.get('message'), 200)}"
+            )
+        return None
 
-    def _reap(self) -> int | None:
-        process = self._process
-        self.kill()
-        return None if process is None else process.exitcode
+    def _exchange(self, request: dict[str, Any], timeout: float, doing: str) -> Any:
+        assert self._channel is not None
+        nonce = secrets.token_hex(16)
+        self._channel.send({**request, "nonce": nonce})
+        deadline = time.monotonic() + min(timeout, max(self._remaining(), 0.0))
+        reply = self._channel.receive(deadline, doing)
+        if not isinstance(reply, dict) or reply.get("nonce") != nonce:
+            raise WorkerCrashed("the submission's process sent an answer to another request")
+        return reply
 
-    def kill(self) -> None:
-        """Kill the worker's whole process group (and, as root, everything of its uid)."""
-        process, self._process = self._process, None
-        if self._conn is not None:
-            with contextlib.suppress(OSError):
-                self._conn.close()
-            self._conn = None
-        if process is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            process.join(timeout=5)
-        uid = self._uid()
-        if uid is not None:
-            sweep_uid(uid)
-        if self._tmpdir is not None:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
-            self._tmpdir = None
+    def _stop_worker(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+        if self._zygote is not None:
+            try:
+                self._zygote.reset()
+            except SandboxDied:
+                discard_zygote()
+            self._zygote = None
 
-    close = kill
+    def close(self) -> None:
+        self._stop_worker()
+
+    kill = close
+
+    def prepare(self) -> None:
+        """Start the first worker now (running the cells), instead of at the first call."""
+        if self._channel is None:
+            self._start()
 
     # -- the Implementation interface --------------------------------------------------------
+
+    def with_variant(self, grade_id: str | None) -> IsolatedSubmission:
+        """Answer calls with the definitions live at graded cell ``grade_id`` (None: the last)."""
+        self.variant = grade_id
+        return self
 
     def run(
         self, adapter: str, *, forbidden: tuple[str, ...] = (), **kwargs: Any
@@ -252,59 +288,57 @@ class IsolatedSubmission:
         if target in self.timed_out:
             # One overrun per exercise is enough evidence; don't pay the timeout again.
             raise WorkerTimeout(f"not run: an earlier call of {target} ran out of time")
-        if self._process is None:
-            self._spawn()
-        self._next_id += 1
-        call_id = self._next_id
+        if self._channel is None:
+            self.prepare()
         request = {
             "op": "call",
-            "id": call_id,
             "adapter": adapter,
             "forbidden": list(forbidden),
             "kwargs": kwargs,
+            "variant": self.variant,
         }
         try:
-            self._conn.send_bytes(encode(request))
-        except (OSError, ValueError):
-            exitcode = self._reap()
-            raise WorkerCrashed(f"the submission's process {describe_exit(exitcode)}") from None
-        try:
-            reply = self._receive(self._call_deadline(), f"running {target}")
+            reply = self._exchange(request, self.call_timeout, f"running {target}")
         except WorkerTimeout:
             self.timed_out.add(target)
+            self._stop_worker()
             raise
-        if not isinstance(reply, dict) or reply.get("id") != call_id:
-            self.kill()
-            raise WorkerCrashed("the submission's process sent an unexpected reply")
+        except WorkerCrashed:
+            self._stop_worker()
+            raise
         if "error" in reply:
             raise raised_in_submission(reply["error"])
-        result = reply.get("ok")
-        if not isinstance(result, dict):
-            raise WorkerCrashed("the submission's process sent an unexpected reply")
-        return result
+        try:
+            return validate_result(adapter, reply.get("ok"))
+        except MalformedResult as exc:
+            self._stop_worker()
+            raise WorkerCrashed(f"the submission's process sent a malformed reply ({exc})") from None
+
+
+class _CellStopped(Exception):
+    def __init__(self, cell: int, note: str) -> None:
+        super().__init__(note)
+        self.cell = cell
+        self.note = note
 
 
 def raised_in_submission(error: Any) -> Exception:
     """The local exception that stands for what the submission raised."""
     if not isinstance(error, dict):
         return WorkerCrashed("the submission's process sent an unexpected reply")
-    type_name, message = str(error.get("type", "Exception")), str(error.get("message", ""))
+    type_name, message = _text(error.get("type"), 80) or "Exception", _text(error.get("message"), 500)
     if type_name == "NotImplementedError":
         return NotImplementedError(message)
     if type_name == "MissingDefinition":
-        return MissingDefinition(str(error.get("name") or message))
+        return MissingDefinition(_text(error.get("name"), 120) or message)
     if type_name == "MemoryError":
         return SubmissionError("MemoryError", "used more memory than the grader allows")
     return SubmissionError(type_name, message)
 
 
-def sweep_uid(uid: int) -> None:
-    """Kill every process owned by ``uid`` (a sandbox slot's uid): escaped forks included."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the short-lived helper
-        try:
-            os.setresuid(uid, uid, uid)
-            os.kill(-1, signal.SIGKILL)
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
+def describe_exit(exitcode: int | None) -> str:
+    if exitcode is None:
+        return "stopped responding"
+    if exitcode < 0:
+        return f"was killed by {signal.Signals(-exitcode).name}"
+    return f"exited with status {exitcode}"

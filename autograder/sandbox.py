@@ -161,9 +161,17 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
         environment["ATTNKIT_VERDICT"] = "/data/the-verdict.txt"
     for key, value in environment.items():
         args += ["--setenv", key, value]
-    bootstrap = _bootstrap(search, scratch, control_fd)
-    args += ["--chdir", "/tmp", interpreter, "-I", "-S", "-c", bootstrap]
+    code = _bootstrap(search, scratch, control_fd) if control_fd >= 0 else _probe(search)
+    args += ["--chdir", "/tmp", interpreter, "-I", "-S", "-c", code]
     return args
+
+
+def _probe(search: list[str]) -> str:
+    """A quick check that Python and the seccomp library work inside the sandbox."""
+    return (
+        f"import sys; sys.path[:] = {search!r}; import pyseccomp, attnkit.worker; "
+        "pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)"
+    )
 
 
 def _bootstrap(search: list[str], scratch: str, control_fd: int) -> str:
@@ -336,11 +344,26 @@ def discard_zygote() -> None:
 
 
 def check_sandbox(settings: SandboxSettings) -> str:
-    """Start and stop a sandbox once: raises SandboxUnavailable with a fix if it can't start."""
+    """Start a minimal sandbox once: raises SandboxUnavailable, saying what to install or
+    enable, if this machine cannot run one."""
     started = time.monotonic()
-    zygote = Zygote(settings)
-    zygote.close()
-    return f"{zygote.level}, started in {time.monotonic() - started:.1f} s"
+    try:
+        probe = subprocess.run(
+            bwrap_command(settings, control_fd=-1),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise SandboxUnavailable("the grading sandbox did not start within 120 s") from None
+    if probe.returncode != 0:
+        raise _explain_failure(probe.stderr.decode("utf-8", "replace"))
+    elapsed = time.monotonic() - started
+    return (
+        f"bubblewrap (user, PID, mount, network and IPC namespaces; seccomp), "
+        f"checked in {elapsed:.1f} s"
+    )
 
 
 def find_verdict() -> str | None:
