@@ -50,6 +50,10 @@ def find_notebooks(slugs: list[str], root: Path) -> list[tuple[str, Path]]:
     return found
 
 
+CELL_TIMEOUT = 30.0
+"""Seconds one notebook cell may run in ``attnkit check`` (as in the grader)."""
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """Run the visible checks against a student's notebook and print a table per exercise."""
     import contextlib
@@ -57,7 +61,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     from .assignments import ASSIGNMENTS, get_assignment
     from .implementation import LocalImplementation
-    from .notebook_code import load_definitions
+    from .notebook_code import load_notebook
     from .selfcheck import run_exercise
     from .selfcheck.report import exercise_status, render_table
 
@@ -92,10 +96,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     all_passed = True
     for slug, path in targets:
         # Demo code prints; the table is what matters here.
-        exercises = {e.name for e in ASSIGNMENTS[slug].exercises}
-        with contextlib.redirect_stdout(io.StringIO()):
-            namespace, _, notes = load_definitions(path, roots=exercises)
-        impl = LocalImplementation(namespace, label=str(path))
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            run = load_notebook(path, cell_timeout=CELL_TIMEOUT)
+        notes = run.notes
+        impl = LocalImplementation(run.namespace, label=str(path))
         rows = []
         for exercise in ASSIGNMENTS[slug].exercises:
             with contextlib.redirect_stdout(io.StringIO()):

@@ -78,7 +78,7 @@ def _resolve(path: str) -> Any:
 
 
 def _where() -> str:
-    """" (code cell N, line M)" for the innermost notebook frame on the stack, if any."""
+    """ " (code cell N, line M)" for the innermost notebook frame on the stack, if any."""
     import sys
 
     from .notebook_code import cell_of

@@ -67,7 +67,9 @@ class CellOutcome:
     def note(self) -> str:
         where = f"code cell {self.index}" + (f", line {self.line}" if self.line else "")
         if self.status == "timeout":
-            return f"{where}: stopped after running past its time limit; the cells after it still ran"
+            return (
+                f"{where}: stopped after running past its time limit; the cells after it still ran"
+            )
         return f"{where}: raised {self.error_type}: {self.message}"
 
 
@@ -208,9 +210,15 @@ def kernel_shell() -> Any:
         return InteractiveShell.instance()
     config = Config()
     config.HistoryManager.enabled = False
-    config.InteractiveShell.colors = "NoColor"
     config.InteractiveShell.xmode = "Plain"
-    return InteractiveShell.instance(config=config)
+    shell = InteractiveShell.instance(config=config)
+    # Shell escapes (!pip install ..., %%bash) reach outside the notebook: a grader or a
+    # check never runs them. They do nothing, as if the command printed nothing.
+    shell.system = lambda cmd: None
+    shell.getoutput = lambda cmd, split=True, depth=0: []
+    # `%matplotlib inline` asks for a GUI event loop, which only a kernel's shell has.
+    shell.enable_gui = lambda gui=None: None
+    return shell
 
 
 def fresh_namespace(shell: Any) -> dict[str, Any]:

@@ -103,7 +103,9 @@ class Channel:
         try:
             return decode(body)
         except (WireError, RecursionError, MemoryError) as exc:
-            raise WorkerCrashed(f"the submission's process sent a malformed reply ({exc})") from None
+            raise WorkerCrashed(
+                f"the submission's process sent a malformed reply ({exc})"
+            ) from None
 
     def close(self) -> None:
         for fd in (self.requests, self.replies):
@@ -226,7 +228,9 @@ class IsolatedSubmission:
         try:
             reply = self._exchange(request, limit + 2.0, f"running code cell {cell.index}")
         except (WorkerTimeout, WorkerCrashed) as exc:
-            raise _CellStopped(cell.index, f"code cell {cell.index}: {exc}; it was skipped") from None
+            raise _CellStopped(
+                cell.index, f"code cell {cell.index}: {exc}; it was skipped"
+            ) from None
         outcome = reply.get("cell") if isinstance(reply, dict) else None
         if not isinstance(outcome, dict):
             return None
@@ -312,7 +316,9 @@ class IsolatedSubmission:
             return validate_result(adapter, reply.get("ok"))
         except MalformedResult as exc:
             self._stop_worker()
-            raise WorkerCrashed(f"the submission's process sent a malformed reply ({exc})") from None
+            raise WorkerCrashed(
+                f"the submission's process sent a malformed reply ({exc})"
+            ) from None
 
 
 class _CellStopped(Exception):
@@ -326,7 +332,10 @@ def raised_in_submission(error: Any) -> Exception:
     """The local exception that stands for what the submission raised."""
     if not isinstance(error, dict):
         return WorkerCrashed("the submission's process sent an unexpected reply")
-    type_name, message = _text(error.get("type"), 80) or "Exception", _text(error.get("message"), 500)
+    type_name, message = (
+        _text(error.get("type"), 80) or "Exception",
+        _text(error.get("message"), 500),
+    )
     if type_name == "NotImplementedError":
         return NotImplementedError(message)
     if type_name == "MissingDefinition":

@@ -139,7 +139,9 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
         for name in os.listdir(site):
             if name.startswith(HIDDEN_PACKAGES) or name.startswith("__editable__"):
                 path = os.path.join(site, name)
-                args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+                args += (
+                    ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+                )
     for package in ("attnkit", "attnkit_data"):
         args += ["--ro-bind", _package_dir(package), f"{KIT_ROOT}/{package}"]
     args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
@@ -192,7 +194,9 @@ def _explain_failure(stderr: str) -> SandboxUnavailable:
         "To grade trusted code without isolation, pass --no-sandbox."
     )
     if "seccomp" in stderr.lower():
-        hint = "Install libseccomp (`sudo apt-get install libseccomp2`) and `pip install pyseccomp`."
+        hint = (
+            "Install libseccomp (`sudo apt-get install libseccomp2`) and `pip install pyseccomp`."
+        )
     return SandboxUnavailable(f"the grading sandbox could not start: {text}", hint)
 
 

@@ -1,4 +1,4 @@
-"""Reading submissions: only definitions run, and damaged files give clear messages."""
+"""Reading and running submissions as Jupyter's Run All does; damaged files give clear messages."""
 
 from __future__ import annotations
 
@@ -7,17 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from attnkit.notebook_code import (
-    NotebookError,
-    extract_definitions,
-    load_definitions,
-    read_code_cells,
-)
+from attnkit.notebook_code import NotebookError, load_notebook, read_cells
 
 
-def notebook(path: Path, *sources: str, nbformat: int = 4) -> Path:
+def notebook(path: Path, *sources: str, nbformat: int = 4, grade_ids: dict | None = None) -> Path:
+    grade_ids = grade_ids or {}
     if nbformat == 4:
-        cells = [{"cell_type": "code", "source": s, "metadata": {}, "outputs": []} for s in sources]
+        cells = []
+        for index, source in enumerate(sources):
+            metadata = {}
+            if index in grade_ids:
+                metadata = {"nbgrader": {"grade": True, "grade_id": grade_ids[index]}}
+            cells.append({"cell_type": "code", "source": source, "metadata": metadata})
         data = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}
     else:
         cells = [{"cell_type": "code", "input": s, "outputs": []} for s in sources]
@@ -26,35 +27,81 @@ def notebook(path: Path, *sources: str, nbformat: int = 4) -> Path:
     return path
 
 
-def test_only_definitions_run_and_a_crashing_demo_does_not_matter(tmp_path) -> None:
+def test_globals_built_in_blocks_star_imports_and_ipython_syntax_all_work(tmp_path) -> None:
     path = notebook(
         tmp_path / "a.ipynb",
-        "import math\n%matplotlib inline\n!pip install nothing",
-        "def double(x):\n    return 2 * x\nprint(double(2))\nraise RuntimeError('demo crashed')",
-        "SCALE = math.sqrt(4)\nfor i in range(10**12):\n    pass",
-        "@staticmethod\ndef decorated():\n    return 1",
-        "broken = 1 / 0",
+        "from math import *\nimport numpy as np\n%matplotlib inline\n!pip install nothing\nnp.exp?",
+        "# is this [b, T, T]?\nTABLE = []\nfor i in range(3):\n    TABLE.append(i)\n"
+        "if True:\n    SCALE = sqrt(4)\nwith open(__import__('os').devnull) as f:\n    OPENED = 1\n"
+        "try:\n    TRIED = 1\nexcept Exception:\n    pass",
+        "%time doubled = [2 * t for t in TABLE]\ndisplay(doubled)\nNAME = __name__",
+        "%%capture\nCAPTURED = get_ipython() is not None",
     )
-    namespace, definitions, notes = load_definitions(path)
-    assert namespace["double"](3) == 6 and namespace["SCALE"] == 2.0
-    assert "decorated" in namespace
-    assert any("ZeroDivisionError" in n and "broken" in n for n in notes)
-    assert "double" in definitions.source_of("double")
+    run = load_notebook(path)
+    ns = run.namespace
+    assert ns["TABLE"] == [0, 1, 2] and ns["SCALE"] == 2.0
+    assert ns["OPENED"] == 1 and ns["TRIED"] == 1
+    assert ns["doubled"] == [0, 2, 4] and ns["NAME"] == "__main__" and ns["CAPTURED"] is True
+    assert run.notes == []
 
 
-def test_cells_with_syntax_errors_are_skipped_with_a_note(tmp_path) -> None:
-    path = notebook(tmp_path / "b.ipynb", "def good():\n    return 1", "def bad(:\n    pass")
-    namespace, _, notes = load_definitions(path)
-    assert namespace["good"]() == 1
-    assert any("code cell 2 has a syntax error" in n for n in notes)
+def test_a_cell_that_raises_is_noted_with_its_line_and_later_cells_still_run(tmp_path) -> None:
+    path = notebook(
+        tmp_path / "b.ipynb",
+        "def good():\n    return 1",
+        "x = 1\nbroken = 1 / 0",
+        "def bad(:\n    pass",
+        "AFTER = good() + 1",
+    )
+    run = load_notebook(path)
+    assert run.namespace["AFTER"] == 2
+    assert any(n.startswith("code cell 2, line 2: raised ZeroDivisionError") for n in run.notes)
+    assert any(n.startswith("code cell 3") and "SyntaxError" in n for n in run.notes)
 
 
-def test_nbformat_3_and_py_files_are_read(tmp_path) -> None:
+def test_a_cell_past_its_time_limit_is_stopped_and_the_next_runs(tmp_path) -> None:
+    path = notebook(tmp_path / "c.ipynb", "while True:\n    pass", "AFTER = 3")
+    run = load_notebook(path, cell_timeout=0.5)
+    assert run.namespace["AFTER"] == 3
+    assert any("code cell 1" in n and "time limit" in n for n in run.notes)
+
+
+def test_check_cells_are_skipped_and_other_cells_are_not(tmp_path) -> None:
+    # `lesson` is undefined: running either check cell would raise a NameError.
+    path = notebook(
+        tmp_path / "d.ipynb",
+        "lesson.check(softmax)",
+        "# Hidden tests: stability.",
+        "lesson.check(softmax)\nX = 1",
+    )
+    run = load_notebook(path)
+    assert [c.is_check_cell for c in read_cells(path)] == [True, True, False]
+    assert len(run.notes) == 1 and "NameError" in run.notes[0]
+
+
+def test_the_definition_live_at_a_graded_cell_is_recorded(tmp_path) -> None:
+    from attnkit.notebook_code import run_cells
+
+    path = notebook(
+        tmp_path / "e.ipynb",
+        "def f():\n    return 'first'",
+        "# graded",
+        "def f():\n    return 'second'",
+        grade_ids={1: "test_f"},
+    )
+    run = run_cells(read_cells(path), watch=("f",))
+    assert run.namespace["f"]() == "second"
+    assert run.live_at_cell["test_f"]["f"]() == "first"
+
+
+def test_nbformat_3_py_files_and_crlf_are_read(tmp_path) -> None:
     old = notebook(tmp_path / "old.ipynb", "def f():\n    return 3", nbformat=3)
-    assert load_definitions(old)[0]["f"]() == 3
+    assert load_notebook(old).namespace["f"]() == 3
     script = tmp_path / "s.py"
-    script.write_text("def g():\n    return 4\ng()\n")
-    assert load_definitions(script)[0]["g"]() == 4
+    script.write_bytes(b"def g():\r\n    return 4\r\ng()\r\n")
+    assert load_notebook(script).namespace["g"]() == 4
+    crlf = notebook(tmp_path / "crlf.ipynb", "def h():\r\n    return 5\r\n")
+    assert load_notebook(crlf).namespace["h"]() == 5
 
 
 @pytest.mark.parametrize(
@@ -65,34 +112,16 @@ def test_nbformat_3_and_py_files_are_read(tmp_path) -> None:
         (b"\xff\xfe\x00garbage", "not UTF-8"),
         (b'{"nbformat": 2, "cells": []}', "unsupported nbformat"),
         (b"[1, 2, 3]", "not a notebook"),
+        (b"[" * 100_000 + b"]" * 100_000, "nests more than"),
+        (b'{"nbformat": 4, "cells": {"a": 1}}', ""),
     ],
 )
-def test_damaged_files_raise_a_clear_error(tmp_path, content: bytes, message: str) -> None:
+def test_damaged_files_raise_a_clear_error_or_read_as_empty(tmp_path, content, message) -> None:
     path = tmp_path / "damaged.ipynb"
     path.write_bytes(content)
+    if not message:
+        assert read_cells(path) == []
+        return
     with pytest.raises(NotebookError, match=message) as err:
-        read_code_cells(path)
+        read_cells(path)
     assert str(path) in err.value.message
-
-
-def test_extract_keeps_definition_kinds_only() -> None:
-    definitions = extract_definitions(
-        ["x = 1\nprint(x)\nclass A:\n    pass\nwith open('f'):\n    pass"]
-    )
-    assert [s.names for s in definitions.statements] == [("x",), ("A",)]
-
-
-def test_only_what_the_exercises_need_is_kept() -> None:
-    definitions = extract_definitions(
-        [
-            "import numpy as np\nimport matplotlib.pyplot as plt\nimport math",
-            "EPS = 1e-9\nSCALE = math.sqrt(2)\ndemo = np.ones(10**8)",
-            "def helper(x):\n    return x * SCALE\n"
-            "def softmax(x, axis=-1):\n    return np.exp(helper(x)) + EPS",
-            "plt.plot([1, 2])\nfigure = plt.figure()",
-        ]
-    )
-    kept = definitions.needed_for({"softmax"})
-    names = {n for s in kept.statements for n in s.names}
-    assert names == {"np", "math", "EPS", "SCALE", "helper", "softmax"}
-    assert definitions.needed_for({"missing"}).statements == []
