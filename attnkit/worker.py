@@ -23,6 +23,7 @@ sockets. One worker is one process, so its address-space limit bounds all its me
 from __future__ import annotations
 
 import array
+import contextlib
 import ctypes
 import errno
 import json
@@ -214,7 +215,7 @@ def preload() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401
+    import matplotlib.pyplot
     import numpy  # noqa: F401
     import pyseccomp  # noqa: F401
     import torch
@@ -253,10 +254,8 @@ def reset(scratch: str, children: set[int]) -> None:
     sandboxed = os.getpid() == 1
     targets = [-1] if sandboxed else sorted(children)
     for target in targets:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(target, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
     children.clear()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -276,10 +275,8 @@ def reset(scratch: str, children: set[int]) -> None:
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
             else:
-                try:
+                with contextlib.suppress(OSError):
                     os.unlink(path)
-                except OSError:
-                    pass
 
 
 def zygote(scratch: str = "/tmp", control_fd: int = 3) -> None:

@@ -237,7 +237,7 @@ class IsolatedSubmission:
         line = outcome.get("line")
         where = f"code cell {cell.index}" + (f", line {line}" if isinstance(line, int) else "")
         if outcome.get("status") == "timeout":
-            return f"{where}: stopped after {limit:.0f} s (its time limit); the cells after it still ran"
+            return f"{where}: stopped at its {limit:.0f} s time limit; the cells after it still ran"
         if outcome.get("status") == "error":
             return (
                 f"{where}: raised {_text(outcome.get('error_type'), 80)}: "

@@ -104,7 +104,7 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxUnavailable(
-            "attnkit grade needs bubblewrap (bwrap) to isolate submissions, and it is not installed.",
+            "attnkit grade needs bubblewrap (bwrap) to isolate submissions; it is not installed.",
             "Install it: `sudo apt-get install bubblewrap` (Debian/Ubuntu), `sudo dnf install "
             "bubblewrap` (Fedora). To grade trusted code without isolation, pass --no-sandbox.",
         )
@@ -215,7 +215,7 @@ class Zygote:
             search[0] = os.path.dirname(_package_dir("attnkit"))
             bootstrap = _bootstrap(search, self._scratch, theirs.fileno())
             command = [interpreter, "-I", "-S", "-c", bootstrap]
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the sandbox
         self.process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
