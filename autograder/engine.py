@@ -40,6 +40,7 @@ from attnkit.notebook_code import Cell, NotebookError, read_cells
 from .discovery import Submission
 from .harness import ERROR, FAILED, FORBIDDEN, INTERNAL, PASSED, TIMEOUT, TestVerdict, run_suite
 from .rubric import GradedCell, graded_cells
+from .sandbox import level_of
 
 SCHEMA = "attnkit-grades/1"
 MAX_SUBMISSION_BYTES = 32 * 1024**2
@@ -57,6 +58,13 @@ class GradeSettings:
     """Seconds one notebook cell may run before it is stopped (the next cell still runs)."""
     sandbox: bool = True
     """False only for --no-sandbox: trusted code, run without isolation (recorded in results)."""
+    sandbox_user: str | None = None
+    """--sandbox-user: isolate by a separate unprivileged user instead of bubblewrap."""
+
+    def sandbox_settings(self) -> Any:
+        from .sandbox import SandboxSettings, find_verdict
+
+        return SandboxSettings(enabled=self.sandbox, user=self.sandbox_user, verdict=find_verdict())
 
 
 def sha256_file(path: Path) -> str:
@@ -226,7 +234,6 @@ def grade_submission(
     """
     from .harness import reference_implementation
     from .isolation import IsolatedSubmission
-    from .sandbox import SandboxSettings, find_verdict
 
     started = time.monotonic()
     if submission.problem:
@@ -252,7 +259,7 @@ def grade_submission(
         cell_timeout=settings.cell_timeout,
         budget=settings.budget,
         memory_bytes=settings.memory_mb * 1024**2,
-        sandbox=SandboxSettings(enabled=settings.sandbox, verdict=find_verdict()),
+        sandbox=settings.sandbox_settings(),
         watch=exercises,
         label=submission.key,
     )
@@ -291,7 +298,7 @@ def grade_submission(
         "max_score": sum(t["max_points"] for t in tests),
         "tests": tests,
         "notes": impl.notes + static_notes(slug, cells),
-        "sandbox": impl.sandbox.get("level", "bubblewrap" if settings.sandbox else "none"),
+        "sandbox": level_of(settings.sandbox_settings()),
         "heatmap": heatmap,
         "run": {
             "seconds": round(time.monotonic() - started, 3),
@@ -329,9 +336,9 @@ def grader_process(slot: int, tasks: Any, results: Any, settings: GradeSettings)
     signal.signal(signal.SIGTERM, stop_on_sigterm)
     # Start the sandbox first: it imports torch in its own process while this one imports
     # the references, so the two start-up costs overlap instead of adding up.
-    from .sandbox import SandboxSettings, find_verdict, shared_zygote
+    from .sandbox import shared_zygote
 
-    shared_zygote(SandboxSettings(enabled=settings.sandbox, verdict=find_verdict()))
+    shared_zygote(settings.sandbox_settings())
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             while not _stopping:

@@ -165,7 +165,7 @@ class IsolatedSubmission:
             "memory_bytes": self.memory_bytes,
             "cpu_seconds": max(5, int(self._remaining()) + 5),
             "max_file_bytes": 64 * 1024**2,
-            "seccomp": self.settings.enabled,
+            "seccomp": self.settings.enabled or bool(self.settings.user),
         }
 
     def _start(self) -> None:
@@ -206,9 +206,9 @@ class IsolatedSubmission:
         ready = self._channel.receive(time.monotonic() + 30, "starting")
         self.sandbox = {
             "level": self._zygote.level,
-            "seccomp": self.settings.enabled,
+            "seccomp": self.settings.enabled or bool(self.settings.user),
             "memory_limit": "address space of the single worker process (fork is refused)"
-            if self.settings.enabled
+            if self.settings.enabled or self.settings.user
             else "address space of the worker process",
             "tmp_bytes": self.settings.tmp_bytes,
             "worker_ready": isinstance(ready, dict) and "ready" in ready,

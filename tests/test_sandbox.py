@@ -1,0 +1,207 @@
+"""The grading sandbox, probed directly: what a submission's code can and cannot do in it.
+
+Each test runs a few cells in a real bubblewrap sandbox through the grader's own
+IsolatedSubmission, then asks the worker for a value with the ``call_function`` adapter.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from attnkit.notebook_code import Cell
+from attnkit_autograder.isolation import IsolatedSubmission, WorkerCrashed, WorkerTimeout
+from attnkit_autograder.sandbox import (
+    SandboxSettings,
+    SandboxUnavailable,
+    check_sandbox,
+    discard_zygote,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def submission(*sources: str, **kwargs) -> IsolatedSubmission:
+    cells = [Cell(i + 1, s) for i, s in enumerate(sources)]
+    options = {"call_timeout": 10.0, "cell_timeout": 10.0, "budget": 60.0} | kwargs
+    return IsolatedSubmission(cells, **options)
+
+
+def answer(impl: IsolatedSubmission, name: str = "probe") -> object:
+    out = impl.run("call_function", name=name, args=[])["out"]
+    return out["array"].item() if "array" in out else out
+
+
+@pytest.fixture(autouse=True)
+def fresh_sandbox():
+    yield
+    discard_zygote()
+
+
+def test_the_machine_can_run_the_sandbox() -> None:
+    assert "bubblewrap" in check_sandbox(SandboxSettings())
+
+
+def test_a_missing_bubblewrap_is_refused_with_what_to_install(monkeypatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(SandboxUnavailable) as err:
+        check_sandbox(SandboxSettings())
+    assert "apt-get install bubblewrap" in str(err.value)
+
+
+def test_the_kit_source_references_and_other_files_are_not_there() -> None:
+    paths = [
+        str(ROOT / "autograder" / "suites"),
+        str(ROOT / "solutions"),
+        str(ROOT / "README.md"),
+        str(ROOT / "autograder"),
+        "/root/.bashrc",
+        "/etc/shadow",
+        "/etc/passwd",
+        f"/proc/1/root{ROOT}/autograder",
+        "/work/shared",
+    ]
+    impl = submission(
+        "import os, importlib.util\n"
+        f"SEEN = [p for p in {paths!r} if os.path.exists(p)]\n"
+        "HIDDEN = [m for m in ('attnkit_autograder', 'attnkit_solutions') "
+        "if importlib.util.find_spec(m)]\n"
+        "def probe():\n    return len(SEEN) + len(HIDDEN)",
+    )
+    try:
+        assert answer(impl) == 0, impl.notes
+    finally:
+        impl.close()
+
+
+def test_no_new_processes_sockets_or_exec() -> None:
+    impl = submission(
+        "import os, socket, subprocess\nRESULTS = []\n"
+        "for attempt in (os.fork, lambda: socket.socket(), "
+        "lambda: socket.socket(socket.AF_UNIX), lambda: subprocess.run(['true']), "
+        "lambda: os.execv('/usr/bin/true', ['true'])):\n"
+        "    try:\n        attempt()\n        RESULTS.append('allowed')\n"
+        "    except OSError:\n        RESULTS.append('refused')\n"
+        "def probe():\n    return RESULTS.count('refused')",
+    )
+    try:
+        assert answer(impl) == 5
+    finally:
+        impl.close()
+
+
+def test_pid_1_cannot_be_killed_and_nothing_is_left_for_the_next_submission() -> None:
+    first = submission(
+        "import os, signal\n"
+        "for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):\n"
+        "    os.kill(1, sig)\n"
+        "open('/tmp/left-behind', 'w').write('secret')\n"
+        "open('/dev/shm/left-behind', 'w').write('secret')\n"
+        "def probe():\n    return 1",
+    )
+    try:
+        assert answer(first) == 1
+    finally:
+        first.close()
+    second = submission(
+        "import os\n"
+        "def probe():\n"
+        "    return os.path.exists('/tmp/left-behind') + os.path.exists('/dev/shm/left-behind')",
+    )
+    try:
+        assert answer(second) == 0
+        assert second.spawned == 1
+    finally:
+        second.close()
+
+
+def test_memory_is_capped_for_the_whole_submission() -> None:
+    impl = submission(
+        "def probe():\n    blocks = [bytearray(64 * 2**20) for _ in range(64)]\n    return len(blocks)",
+        memory_bytes=512 * 2**20,
+    )
+    try:
+        with pytest.raises(Exception, match="MemoryError|memory"):
+            answer(impl)
+    finally:
+        impl.close()
+
+
+def test_tmp_is_size_capped() -> None:
+    impl = submission(
+        "def probe():\n"
+        "    with open('/tmp/big', 'wb') as f:\n"
+        "        for _ in range(100):\n"
+        "            f.write(b'x' * 2**20)\n"
+        "    return 1",
+        sandbox=SandboxSettings(tmp_bytes=16 * 2**20),
+    )
+    try:
+        with pytest.raises(Exception, match="OSError|No space|File too large"):
+            answer(impl)
+    finally:
+        impl.close()
+
+
+def test_a_cell_that_ignores_the_interrupt_is_stopped_from_outside_and_skipped() -> None:
+    impl = submission(
+        "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass",
+        "def probe():\n    return 7",
+        cell_timeout=1.0,
+    )
+    try:
+        assert answer(impl) == 7
+        assert any("code cell 1" in n and "skipped" in n for n in impl.notes)
+    finally:
+        impl.close()
+
+
+def test_a_partial_reply_then_silence_times_out_instead_of_hanging() -> None:
+    impl = submission(
+        "import os, time\n"
+        "def probe():\n"
+        "    for fd in range(3, 64):\n"
+        "        try:\n            os.write(fd, b'\\x00\\x00\\x00')\n"
+        "        except OSError:\n            pass\n"
+        "    time.sleep(60)",
+        call_timeout=2.0,
+    )
+    started = time.monotonic()
+    try:
+        with pytest.raises((WorkerTimeout, WorkerCrashed)):
+            answer(impl)
+    finally:
+        impl.close()
+    assert time.monotonic() - started < 20
+
+
+def test_a_queued_forged_reply_is_not_taken_for_an_answer() -> None:
+    # Cell 2 writes a well-formed frame claiming the answer 99 before any call is made.
+    impl = submission(
+        "def probe():\n    return 1",
+        "import os\n"
+        "from attnkit.worker import write_frame\n"
+        "from attnkit.wire import encode\n"
+        "forged = encode({'nonce': 'guess', 'ok': {'out': {'kind': 'number', 'dtype': 'int', "
+        "'array': __import__('numpy').asarray(99)}, 'inputs_after': [], 'forbidden_used': []}})\n"
+        "for fd in range(3, 64):\n"
+        "    try:\n        write_frame(fd, forged)\n"
+        "    except OSError:\n        pass",
+    )
+    try:
+        assert answer(impl) == 1
+        assert any("code cell 2" in n and "another request" in n for n in impl.notes), impl.notes
+    finally:
+        impl.close()
+
+
+def test_the_sandbox_is_the_same_for_an_ordinary_user() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("already an ordinary user: the other tests cover it")
+    script = ROOT / "tests" / "run_as_user.sh"
+    if not script.exists():
+        pytest.skip("tests/run_as_user.sh drives the ordinary-user run")
