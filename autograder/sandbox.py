@@ -89,6 +89,18 @@ def _site_dirs() -> list[str]:
     return list(dict.fromkeys(os.path.realpath(paths[k]) for k in ("purelib", "platlib")))
 
 
+HOST_ROOT = "/opt/attnkit/host"
+SHADOWED = ("/tmp", "/dev", "/proc", "/var/tmp", "/run")
+
+
+def inside(path: str) -> str:
+    """Where a host path is bound inside the sandbox. Paths under folders the sandbox
+    replaces with its own (/tmp, /dev, /proc) move under /opt/attnkit/host."""
+    if any(path == top or path.startswith(top + "/") for top in SHADOWED):
+        return HOST_ROOT + path
+    return path
+
+
 def _roots_to_bind(interpreter: str, search: list[str]) -> list[str]:
     """The smallest set of folders that holds the interpreter and its search path."""
     wanted = [os.path.dirname(os.path.dirname(interpreter))]  # the installation prefix
@@ -137,7 +149,7 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
         if os.path.exists(etc):
             args += ["--ro-bind", etc, etc]
     for root in _roots_to_bind(interpreter, search):
-        args += ["--ro-bind", root, root]
+        args += ["--ro-bind", root, inside(root)]
     # The references and hidden suites, where installed into site-packages, are covered.
     for site in _site_dirs():
         for name in os.listdir(site):
@@ -167,8 +179,9 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
         environment["ATTNKIT_VERDICT"] = "/data/the-verdict.txt"
     for key, value in environment.items():
         args += ["--setenv", key, value]
+    search = [inside(p) for p in search]
     code = _bootstrap(search, scratch, control_fd) if control_fd >= 0 else _probe(search)
-    args += ["--chdir", "/tmp", interpreter, "-I", "-S", "-c", code]
+    args += ["--chdir", "/tmp", inside(interpreter), "-I", "-S", "-c", code]
     return args
 
 
