@@ -162,6 +162,11 @@ def cmd_grade(args: argparse.Namespace) -> int:
         sandbox_user=args.sandbox_user,
     )
     sandbox = instructor_module("attnkit_autograder.sandbox")
+    # The hidden suites feed real dataloader batches of the lesson text: find (or fetch
+    # and verify) it once, now, rather than fail every submission on it.
+    from attnkit_data.verdict import locate_verdict
+
+    locate_verdict(progress=False)
     if args.no_sandbox:
         print(
             "WARNING: --no-sandbox: submissions run WITHOUT isolation. Use this for trusted "
