@@ -224,7 +224,12 @@ def preload() -> None:
     from . import adapters, forbidden, notebook, notebook_code, wire  # noqa: F401
 
     notebook_code.kernel_shell()
-    forbidden.Recorder(forbidden.FAMILIES)  # resolves (and caches) every watched function
+    # The recorder's first use imports PyTorch's mode machinery (seconds): pay it once here,
+    # with a softmax and an attention so every lazily loaded kernel path is warm.
+    x = torch.ones(1, 2, 3, requires_grad=True)
+    with forbidden.Recorder(forbidden.FAMILIES):
+        torch.softmax(x, -1).sum().backward()
+        torch.nn.functional.scaled_dot_product_attention(x, x, x)
     try:
         from attnkit_data import gpt2_tokenizer
 
@@ -284,6 +289,12 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("MPLBACKEND", "Agg")
     preload()
+    # Move everything loaded so far out of the collector's reach: otherwise each worker's
+    # first collections write to every object's header, copying the zygote's pages.
+    import gc
+
+    gc.collect()
+    gc.freeze()
     set_not_dumpable()
     control = socket.socket(fileno=control_fd)
     control.sendall(json.dumps({"ready": True, "pid": os.getpid()}).encode())
