@@ -64,13 +64,19 @@ class CellOutcome:
     message: str = ""
     line: int | None = None
 
-    def note(self) -> str:
+    def note(self, limit: float | None = None) -> str:
+        """What happened, where, and what the student can do about it."""
         where = f"code cell {self.index}" + (f", line {self.line}" if self.line else "")
         if self.status == "timeout":
+            within = f" {limit:.0f} s" if limit else ""
             return (
-                f"{where}: stopped after running past its time limit; the cells after it still ran"
+                f"{where}: stopped at its{within} time limit, and the cells after it still ran. "
+                "Make it finish sooner, or move long experiments out of the notebook."
             )
-        return f"{where}: raised {self.error_type}: {self.message}"
+        return (
+            f"{where}: raised {self.error_type}: {self.message}. The cells after it still ran; "
+            "to see it yourself, restart the kernel and run all cells."
+        )
 
 
 def _nesting_depth(text: str) -> int:

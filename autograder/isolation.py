@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from attnkit.adapters import MalformedResult, MissingDefinition, validate_result
-from attnkit.notebook_code import Cell
+from attnkit.notebook_code import Cell, CellOutcome
 from attnkit.wire import HEADER, WireError, decode, encode
 
 from .sandbox import SandboxDied, SandboxSettings, discard_zygote, shared_zygote
@@ -231,19 +231,18 @@ class IsolatedSubmission:
             raise _CellStopped(
                 cell.index, f"code cell {cell.index}: {exc}; it was skipped"
             ) from None
-        outcome = reply.get("cell") if isinstance(reply, dict) else None
-        if not isinstance(outcome, dict):
+        reported = reply.get("cell") if isinstance(reply, dict) else None
+        if not isinstance(reported, dict) or reported.get("status") not in ("error", "timeout"):
             return None
-        line = outcome.get("line")
-        where = f"code cell {cell.index}" + (f", line {line}" if isinstance(line, int) else "")
-        if outcome.get("status") == "timeout":
-            return f"{where}: stopped at its {limit:.0f} s time limit; the cells after it still ran"
-        if outcome.get("status") == "error":
-            return (
-                f"{where}: raised {_text(outcome.get('error_type'), 80)}: "
-                f"{_text(outcome.get('message'), 200)}"
-            )
-        return None
+        line = reported.get("line")
+        outcome = CellOutcome(
+            cell.index,
+            status=str(reported["status"]),
+            error_type=_text(reported.get("error_type"), 80),
+            message=_text(reported.get("message"), 200),
+            line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+        )
+        return outcome.note(limit)
 
     def _exchange(self, request: dict[str, Any], timeout: float, doing: str) -> Any:
         assert self._channel is not None

@@ -1,0 +1,71 @@
+"""Only runtime evidence costs points for a forbidden call, and the verdict says where it was made."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.discovery import Submission
+from attnkit_autograder.engine import GradeSettings, grade_submission
+from attnkit_autograder.sandbox import discard_zygote
+
+ROOT = Path(__file__).resolve().parents[1]
+SLUG = "02_self_attention"
+pytestmark = pytest.mark.slow
+
+# Each evasion reaches PyTorch's softmax kernel under another name.
+EVASIONS = {
+    "alias": "f = torch.softmax\nreturn f(x, dim)",
+    "log_softmax": "return torch.log_softmax(x, dim=dim).exp()",
+    "private": "return torch._softmax(x, dim, False)",
+    "aten": "return torch.ops.aten._softmax(x, dim, False)",
+    "string": "return getattr(torch, 'soft' + 'max')(x, dim)",
+}
+OWN_SDPA = '''\
+def scaled_dot_product_attention(q, k, v):
+    """A student's own helper that happens to share the library's name."""
+    scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+    return softmax(scores, dim=-1) @ v
+
+# Exploration outside the exercises: compare with the library's version.
+import torch.nn.functional as F
+
+q = torch.randn(1, 3, 4)
+gap = (scaled_dot_product_attention(q, q, q) - F.scaled_dot_product_attention(q, q, q)).abs().max()
+'''
+
+
+def grade(tmp_path: Path, name: str, overrides: dict, extra: str | None = None) -> dict:
+    notebook = fill_notebook(released_notebook(SLUG, ROOT / "assignments"), SLUG, overrides)
+    if extra is not None:
+        notebook["cells"].insert(
+            2, {"cell_type": "code", "metadata": {}, "outputs": [], "source": extra}
+        )
+    path = write_notebook(notebook, tmp_path / f"{name}_{SLUG}.ipynb")
+    try:
+        return grade_submission(Submission(name, SLUG, path), GradeSettings(call_timeout=20))
+    finally:
+        discard_zygote()
+
+
+def cell(record: dict, grade_id: str) -> dict:
+    return next(t for t in record["tests"] if t["grade_id"] == grade_id)
+
+
+@pytest.mark.parametrize("evasion", sorted(EVASIONS))
+def test_every_way_to_reach_the_softmax_kernel_is_forbidden(tmp_path, evasion) -> None:
+    record = grade(tmp_path, evasion, {"softmax": EVASIONS[evasion]})
+    values = cell(record, "test_softmax_values")
+    assert values["status"] == "forbidden", values
+    assert values["points"] == 0
+    assert "softmax" in values["message"] and "code cell" in values["message"]
+    # The other exercises call the student's softmax, which is theirs to call.
+    assert cell(record, "test_v1_forward")["status"] == "passed"
+
+
+def test_a_name_in_the_source_alone_costs_nothing_but_is_noted(tmp_path) -> None:
+    record = grade(tmp_path, "own_helper", {}, extra=OWN_SDPA)
+    assert record["score"] == record["max_score"], record["tests"]
+    assert any("scaled_dot_product_attention" in n for n in record["notes"])
