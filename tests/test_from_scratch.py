@@ -1,4 +1,4 @@
-"""Only runtime evidence costs points for a forbidden call, and the verdict says where it was made."""
+"""Only runtime evidence costs points for a forbidden call; the verdict says where it was made."""
 
 from __future__ import annotations
 

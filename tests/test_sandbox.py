@@ -121,11 +121,13 @@ def test_pid_1_cannot_be_killed_and_nothing_is_left_for_the_next_submission() ->
 
 def test_memory_is_capped_for_the_whole_submission() -> None:
     impl = submission(
-        "def probe():\n    blocks = [bytearray(64 * 2**20) for _ in range(64)]\n    return len(blocks)",
+        "def probe():\n"
+        "    blocks = [bytearray(64 * 2**20) for _ in range(64)]\n"
+        "    return len(blocks)",
         memory_bytes=512 * 2**20,
     )
     try:
-        with pytest.raises(Exception, match="MemoryError|memory"):
+        with pytest.raises(Exception, match=r"MemoryError|memory"):
             answer(impl)
     finally:
         impl.close()
@@ -141,7 +143,7 @@ def test_tmp_is_size_capped() -> None:
         sandbox=SandboxSettings(tmp_bytes=16 * 2**20),
     )
     try:
-        with pytest.raises(Exception, match="OSError|No space|File too large"):
+        with pytest.raises(Exception, match=r"OSError|No space|File too large"):
             answer(impl)
     finally:
         impl.close()
