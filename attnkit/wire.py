@@ -20,7 +20,7 @@ import numpy as np
 
 HEADER = struct.Struct(">Q")
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
-MAX_JSON_BYTES = 16 * 1024 * 1024
+MAX_JSON_BYTES = 4 * 1024 * 1024
 ALLOWED_DTYPES = frozenset(
     np.dtype(t).str
     for t in (

@@ -33,8 +33,8 @@ from attnkit.wire import HEADER, WireError, decode, encode
 
 from .sandbox import SandboxDied, SandboxSettings, discard_zygote, shared_zygote
 
-MAX_FRAME_BYTES = 64 * 1024**2
-MAX_SUBMISSION_BYTES = 512 * 1024**2
+MAX_FRAME_BYTES = 32 * 1024**2
+MAX_SUBMISSION_BYTES = 128 * 1024**2
 
 
 class WorkerTimeout(Exception):
