@@ -236,6 +236,9 @@ def fresh_namespace(shell: Any) -> dict[str, Any]:
 
     module = types.ModuleType("__main__")
     shell.init_create_namespaces(user_module=module)
+    # As in a kernel, the notebook's namespace is sys.modules["__main__"], so that
+    # `from __main__ import softmax` and pickling notebook classes work.
+    shell.init_sys_modules()
     shell.init_user_ns()
     namespace = shell.user_ns
     namespace["display"] = display

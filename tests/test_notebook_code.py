@@ -36,12 +36,15 @@ def test_globals_built_in_blocks_star_imports_and_ipython_syntax_all_work(tmp_pa
         "try:\n    TRIED = 1\nexcept Exception:\n    pass",
         "%time doubled = [2 * t for t in TABLE]\ndisplay(doubled)\nNAME = __name__",
         "%%capture\nCAPTURED = get_ipython() is not None",
+        "def helper():\n    return 5",
+        "from __main__ import helper as imported\nFROM_MAIN = imported()",
     )
     run = load_notebook(path)
     ns = run.namespace
     assert ns["TABLE"] == [0, 1, 2] and ns["SCALE"] == 2.0
     assert ns["OPENED"] == 1 and ns["TRIED"] == 1
     assert ns["doubled"] == [0, 2, 4] and ns["NAME"] == "__main__" and ns["CAPTURED"] is True
+    assert ns["FROM_MAIN"] == 5
     assert run.notes == []
 
 
