@@ -351,7 +351,7 @@ def _no_nbgrader(built: Built) -> bool:
 PATTERNS: dict[str, Callable[[Built], bool]] = {
     "block-globals": _any_line(r"^(for|if|with|try)\b[^\n]*:\n(\s+[^\n]*\n)*?\s+\w+\s*(\[|=)"),
     "star-import": _any_line(r"^from \w+(\.\w+)* import \*"),
-    "magics": _any_line(r"^\s*(%|!)\w"),
+    "magics": _any_line(r"^\s*(%%?|!)\w"),
     "help-syntax": _any_line(r"^[\w.]+\?{1,2}\s*$"),
     "display": _any_line(r"\bdisplay\("),
     "question-comment": _any_line(r"#[^\n]*\?\s*$"),
