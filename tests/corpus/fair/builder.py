@@ -69,6 +69,19 @@ class Built:
     def code_cells(self) -> list[str]:
         return ["".join(c["source"]) for c in self.notebook["cells"] if c["cell_type"] == "code"]
 
+    def student_code(self) -> list[str]:
+        """Per code cell, the lines that the released notebook does not have, in order."""
+        released = {
+            line.strip()
+            for cell in self.released["cells"]
+            for line in "".join(cell["source"]).splitlines()
+        }
+        kept = []
+        for source in self.code_cells():
+            lines = [line for line in source.splitlines() if line.strip() not in released]
+            kept.append("\n".join(lines) + "\n")
+        return kept
+
     def file_bytes(self) -> bytes:
         """The bytes a student would hand in."""
         if self.editor == "py":
@@ -109,9 +122,12 @@ def build(path: Path) -> Built:
     spec = load_spec(path)
     released = released_notebook(lesson)
     notebook = copy.deepcopy(released)
-    try:
-        for number, edit in enumerate(spec.EDITS, start=1):
+    for number, edit in enumerate(spec.EDITS, start=1):
+        try:
             apply_edit(notebook, *edit)
+        except CorpusError as exc:
+            raise CorpusError(f"{path} (edit {number}): {exc}") from None
+    try:
         save = {"file": f"{lesson}.ipynb", "editor": "jupyter", "crlf": False, **spec.SAVE}
         if save["editor"] not in EDITORS:
             raise CorpusError(f"SAVE editor {save['editor']!r} is not one of {EDITORS}")
@@ -121,8 +137,7 @@ def build(path: Path) -> Built:
                 cell["source"] = text.splitlines(keepends=True)
         resave(notebook, save["editor"])
     except CorpusError as exc:
-        where = f" (edit {number})" if "number" in locals() else ""
-        raise CorpusError(f"{path}{where}: {exc}") from None
+        raise CorpusError(f"{path}: {exc}") from None
     unknown = sorted(set(spec.PATTERNS) - set(PATTERNS))
     if unknown:
         raise CorpusError(f"{path}: unknown pattern tags {unknown}; see builder.PATTERNS")
@@ -255,8 +270,9 @@ def python_export(notebook: dict[str, Any]) -> str:
 
 
 def _any_line(pattern: str) -> Callable[[Built], bool]:
+    """``pattern`` occurs in the student's own code (lines the released notebook lacks)."""
     compiled = re.compile(pattern, re.MULTILINE)
-    return lambda built: any(compiled.search(src) for src in built.code_cells())
+    return lambda built: any(compiled.search(src) for src in built.student_code())
 
 
 def _new_cell_defines(where: str) -> Callable[[Built], bool]:
@@ -309,9 +325,9 @@ def _edited_constructor(built: Built) -> bool:
     released = {ast.unparse(n) for n in _inits(_released_code(built))}
     for tree in _parsed_cells(built):
         for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
-                if ast.unparse(node) not in released:
-                    return True
+            is_init = isinstance(node, ast.FunctionDef) and node.name == "__init__"
+            if is_init and ast.unparse(node) not in released:
+                return True
     return False
 
 
@@ -379,3 +395,17 @@ PATTERNS: dict[str, Callable[[Built], bool]] = {
     "large-negative": _any_line(r"-1e9|-1e\d\d|finfo\([^)]*\)\.min"),
     "float32-contract": _any_line(r"float32|\.dtype\)|dtype=\w+\.dtype"),
 }
+
+
+def write_corpus(folder: Path, lesson: str | None = None) -> list[tuple[Built, Path]]:
+    """Write every submission as ``folder/<student>/<file>``; returns (submission, path) pairs."""
+    return [(built, built.write(folder)) for built in build_all(lesson)]
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tests/corpus/fair/builder.py OUT_DIR  (writes the corpus there)")
+    for built, path in write_corpus(Path(sys.argv[1])):
+        print(f"{built.lesson}  {path}")

@@ -1,3 +1,4 @@
+# ruff: noqa: E501 (a student's code keeps its long lines)
 STORY = "works in a scratch area at the end; deleted the visible checks she had already run"
 PATTERNS = ["answer-at-end", "cells-deleted-or-edited"]
 SAVE = {}
@@ -5,7 +6,10 @@ EDITS = [
     ("delete", "lesson.check(scale_scores)", None),
     ("delete", "lesson.check(causal_mask)", None),
     ("edit", "lesson.check(embed_one_hot)", ("lesson.check(embed_one_hot)", "# checked below")),
-    ("end", None, '''
+    (
+        "end",
+        None,
+        """
 # ---- my answers -------------------------------------------------------------
 def _neg_inf_safe_max(a, axis):
     m = a.max(axis=axis, keepdims=True)
@@ -45,9 +49,14 @@ def self_attention(X, W_q, W_k, W_v, causal=False):
 def embed_one_hot(token_ids, E):
     one_hot = np.identity(E.shape[0], dtype=E.dtype)[token_ids]
     return one_hot @ E
-'''),
-    ("end", None, '''
+""",
+    ),
+    (
+        "end",
+        None,
+        """
 for exercise in (softmax, scale_scores, attention_scores, causal_mask, self_attention, embed_one_hot):
     lesson.check(exercise)
-'''),
+""",
+    ),
 ]

@@ -10,7 +10,10 @@ PATTERNS = [
 SAVE = {"file": "attention_homework_1.ipynb", "editor": "vscode", "crlf": True}
 EDITS = [
     ("below", "setup", "import warnings"),
-    ("fill", "softmax", '''
+    (
+        "fill",
+        "softmax",
+        """
 x = np.asarray(x)
 assert np.issubdtype(x.dtype, np.floating), "softmax wants floats"
 if np.isnan(x).any():
@@ -22,22 +25,38 @@ tot = ex.sum(axis=axis, keepdims=True)
 res = ex / np.where(tot > 0, tot, np.ones((), dtype=x.dtype))
 assert res.dtype == x.dtype
 return res
-'''),
-    ("fill", "scale_scores", '''
+""",
+    ),
+    (
+        "fill",
+        "scale_scores",
+        """
 assert d_k > 0, "d_k must be positive"
 if d_k == 1:
     warnings.warn("d_k = 1: scaling changes nothing")
 return scores / np.sqrt(float(d_k))
-'''),
-    ("fill", "attention_scores", '''
+""",
+    ),
+    (
+        "fill",
+        "attention_scores",
+        """
 assert Q.shape[-1] == K.shape[-1], (Q.shape, K.shape)
-return Q @ np.swapaxes(K, -1, -2)
-'''),
-    ("fill", "causal_mask", '''
+return np.matmul(Q, K.transpose(*range(K.ndim - 2), -1, -2))
+""",
+    ),
+    (
+        "fill",
+        "causal_mask",
+        """
 assert num_tokens >= 0
 return np.greater.outer(np.arange(num_tokens), np.arange(num_tokens)).T
-'''),
-    ("fill", "self_attention", '''
+""",
+    ),
+    (
+        "fill",
+        "self_attention",
+        """
 assert X.shape[-1] == W_q.shape[0] == W_k.shape[0] == W_v.shape[0]
 Q, K, V = X @ W_q, X @ W_k, X @ W_v
 scores = scale_scores(attention_scores(Q, K), K.shape[-1])
@@ -46,8 +65,12 @@ if causal:
 weights = softmax(scores, axis=-1)
 assert np.allclose(weights.sum(-1), 1.0)
 return weights @ V, weights
-'''),
-    ("fill", "embed_one_hot", '''
+""",
+    ),
+    (
+        "fill",
+        "embed_one_hot",
+        """
 token_ids = np.asarray(token_ids)
 assert np.issubdtype(token_ids.dtype, np.integer)
 if token_ids.size and token_ids.max() >= E.shape[0]:
@@ -57,5 +80,6 @@ hot[..., :] = np.arange(E.shape[0]) == token_ids[..., None]
 out = hot @ E
 assert out.dtype == E.dtype
 return out
-'''),
+""",
+    ),
 ]

@@ -2,27 +2,50 @@ STORY = "Colab, inline plots of the saturation experiment, shell escapes and dis
 PATTERNS = ["colab-save", "magics", "display", "question-comment", "block-globals"]
 SAVE = {"file": "01_numpy_attention.ipynb", "editor": "colab"}
 EDITS = [
-    ("below", "setup", '''
+    (
+        "below",
+        "setup",
+        """
 %matplotlib inline
 !ls
 import matplotlib.pyplot as plt
-'''),
-    ("fill", "softmax", '''
+""",
+    ),
+    (
+        "fill",
+        "softmax",
+        """
 shifted = x - np.max(x, axis=axis, keepdims=True)
 shifted[np.isnan(shifted)] = -np.inf  # -inf - (-inf): a fully masked row?
 e = np.exp(shifted)
 return e / np.clip(e.sum(axis=axis, keepdims=True), np.finfo(e.dtype).tiny, None)
-'''),
-    ("fill", "scale_scores", '''
+""",
+    ),
+    (
+        "fill",
+        "scale_scores",
+        """
 return scores / np.sqrt(d_k)
-'''),
-    ("fill", "attention_scores", '''
+""",
+    ),
+    (
+        "fill",
+        "attention_scores",
+        """
 return np.einsum("...ik,...jk", Q, K)  # implicit output: ...ij, right?
-'''),
-    ("fill", "causal_mask", '''
+""",
+    ),
+    (
+        "fill",
+        "causal_mask",
+        """
 return np.tri(num_tokens, k=-1, dtype=bool).T
-'''),
-    ("below", "Experiment.", '''
+""",
+    ),
+    (
+        "below",
+        "Experiment.",
+        """
 widths = [4, 16, 64, 256]
 saturation = []
 with np.errstate(over="ignore"):
@@ -34,16 +57,27 @@ plt.plot(widths, saturation, marker="o")
 plt.xscale("log")
 plt.show()
 display(dict(zip(widths, saturation)))
-'''),
-    ("fill", "self_attention", '''
-Q, K, V = X @ W_q, X @ W_k, X @ W_v
-scores = scale_scores(attention_scores(Q, K), K.shape[-1])
+""",
+    ),
+    (
+        "fill",
+        "self_attention",
+        """
+q = X @ W_q
+k = X @ W_k
+v = X @ W_v
+att = scale_scores(attention_scores(q, k), W_k.shape[-1])
 if causal:
-    scores = np.where(causal_mask(X.shape[-2]), -np.inf, scores)
-weights = softmax(scores, axis=-1)
-return weights @ V, weights
-'''),
-    ("fill", "embed_one_hot", '''
+    att[..., causal_mask(att.shape[-1])] = -np.inf
+att = softmax(att)
+return att @ v, att
+""",
+    ),
+    (
+        "fill",
+        "embed_one_hot",
+        """
 return np.eye(len(E), dtype=E.dtype)[token_ids] @ E
-'''),
+""",
+    ),
 ]

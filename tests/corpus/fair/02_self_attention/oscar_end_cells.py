@@ -2,11 +2,18 @@ STORY = "left every stub, wrote all answers at the end; replaced a visible check
 PATTERNS = ["answer-at-end", "cells-deleted-or-edited", "edited-constructor"]
 SAVE = {}
 EDITS = [
-    ("replace", "lesson.check(simple_attention_matrix)", '''
+    (
+        "replace",
+        "lesson.check(simple_attention_matrix)",
+        """
 # my own tests are at the bottom of the notebook
-'''),
+""",
+    ),
     ("delete", "loop and matrix agree", None),
-    ("end", None, '''
+    (
+        "end",
+        None,
+        """
 def softmax(x, dim=-1):
     m = x.max(dim, keepdim=True)[0]
     m[~torch.isfinite(m)] = 0
@@ -26,8 +33,12 @@ def simple_attention_loop(inputs):
 def simple_attention_matrix(inputs):
     w = softmax(inputs @ inputs.transpose(-1, -2), dim=-1)
     return w @ inputs, w
-'''),
-    ("end", None, '''
+""",
+    ),
+    (
+        "end",
+        None,
+        """
 class SelfAttention_v1(nn.Module):
     def __init__(self, d_in, d_out):
         super().__init__()
@@ -62,11 +73,16 @@ def copy_v2_weights_into_v1(v2, v1):
     v1.W_key.data.copy_(v2.W_key.weight.data.T)
     v1.W_value.data.copy_(v2.W_value.weight.data.T)
     return v1
-'''),
-    ("end", None, '''
+""",
+    ),
+    (
+        "end",
+        None,
+        """
 lesson.check(softmax)
 lesson.check(SelfAttention_v1)
 lesson.check(SelfAttention_v2)
 lesson.check(copy_v2_weights_into_v1)
-'''),
+""",
+    ),
 ]

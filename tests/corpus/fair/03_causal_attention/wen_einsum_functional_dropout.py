@@ -3,15 +3,26 @@ PATTERNS = ["einsum", "edited-constructor"]
 SAVE = {}
 EDITS = [
     ("below", "setup", "import torch.nn.functional as F"),
-    ("fill", "causal_mask", '''
+    (
+        "fill",
+        "causal_mask",
+        """
 return torch.triu(torch.full((num_tokens, num_tokens), True), diagonal=1)
-'''),
-    ("fill", "apply_causal_mask", '''
+""",
+    ),
+    (
+        "fill",
+        "apply_causal_mask",
+        """
 out = scores.clone()
 out[..., causal_mask(scores.shape[-1])] = float("-inf")
 return out
-'''),
-    ("fill", "ScaledDotProductAttention", '''
+""",
+    ),
+    (
+        "fill",
+        "ScaledDotProductAttention",
+        """
 scores = torch.einsum("...qd,...kd->...qk", q, k) / k.shape[-1] ** 0.5
 if mask is not None:
     scores = scores.masked_fill(mask, float("-inf"))
@@ -22,8 +33,12 @@ if mask is not None:
     weights = weights.masked_fill(empty, 0.0)
 weights = F.dropout(weights, p=self.dropout.p, training=self.training)
 return torch.einsum("...qk,...kd->...qd", weights, v), weights
-'''),
-    ("replace", "CausalAttention", '''
+""",
+    ),
+    (
+        "replace",
+        "CausalAttention",
+        '''
 class CausalAttention(nn.Module):
     """Causal self-attention: nn.Linear projections, a mask buffer, dropout on the weights."""
 
@@ -46,5 +61,6 @@ class CausalAttention(nn.Module):
             q = q + self.W_query.bias
         context, _ = self.attention(q, self.W_key(x), self.W_value(x), mask=self.mask[:T, :T])
         return context
-'''),
+''',
+    ),
 ]

@@ -1,10 +1,14 @@
+# ruff: noqa: E501 (a student's code keeps its long lines)
 STORY = "every answer in one cell at the very end; removed the demo cells he found noisy"
 PATTERNS = ["answer-at-end", "cells-deleted-or-edited", "edited-constructor"]
 SAVE = {}
 EDITS = [
     ("delete", "the two ways agree", None),
     ("delete", "Causal attention weights", None),
-    ("end", None, '''
+    (
+        "end",
+        None,
+        """
 def causal_mask(num_tokens):
     m = torch.zeros(num_tokens, num_tokens, dtype=torch.bool)
     m[torch.triu_indices(num_tokens, num_tokens, offset=1).unbind()] = True
@@ -42,5 +46,6 @@ class CausalAttention(nn.Module):
     def forward(self, x):
         t = x.shape[-2]
         return self.attention(self.W_query(x), self.W_key(x), self.W_value(x), self.mask[:t, :t])[0]
-'''),
+""",
+    ),
 ]

@@ -2,13 +2,24 @@ STORY = "Colab copy; counts GPT-2's parameters by building the layer, timing it 
 PATTERNS = ["colab-save", "renamed-file", "magics", "display"]
 SAVE = {"file": "Copy of 04_multihead_attention (2).ipynb", "editor": "colab"}
 EDITS = [
-    ("fill", "MultiHeadAttentionWrapper", '''
+    (
+        "fill",
+        "MultiHeadAttentionWrapper",
+        """
 return torch.cat([h(x) for h in self.heads], dim=-1)
-'''),
-    ("fill", "wrapper_d_out", '''
+""",
+    ),
+    (
+        "fill",
+        "wrapper_d_out",
+        """
 return int(2 / 2)
-'''),
-    ("fill", "MultiHeadAttention", '''
+""",
+    ),
+    (
+        "fill",
+        "MultiHeadAttention",
+        """
 b, num_tokens, d_in = x.shape
 keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
 queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
@@ -21,13 +32,22 @@ attn_weights = self.dropout(attn_weights)
 context_vec = (attn_weights @ values).transpose(1, 2)
 context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
 return self.out_proj(context_vec)
-'''),
-    ("fill", "gpt2_attention_parameters", '''
+""",
+    ),
+    (
+        "fill",
+        "gpt2_attention_parameters",
+        """
 gpt2_mha = MultiHeadAttention(768, 768, 1024, 0.0, 12)
 return sum(p.numel() for p in gpt2_mha.parameters() if p.requires_grad)
-'''),
-    ("end", None, '''
+""",
+    ),
+    (
+        "end",
+        None,
+        """
 %time n = gpt2_attention_parameters()
 display(f"{n:,} parameters")
-'''),
+""",
+    ),
 ]

@@ -1,10 +1,18 @@
+# ruff: noqa: E501 (a student's code keeps its long lines)
 STORY = "left the stubs, wrote a clean version of every class at the end; rewrote a check cell"
 PATTERNS = ["answer-at-end", "cells-deleted-or-edited", "edited-constructor"]
 SAVE = {}
 EDITS = [
     ("delete", "agrees with F.scaled_dot_product_attention", None),
-    ("replace", "lesson.check(wrapper_d_out)", "# 2 heads x d_out = 2 features -> d_out = 1 (see the end)"),
-    ("end", None, '''
+    (
+        "replace",
+        "lesson.check(wrapper_d_out)",
+        "# 2 heads x d_out = 2 features -> d_out = 1 (see the end)",
+    ),
+    (
+        "end",
+        None,
+        """
 class MultiHeadAttentionWrapper(nn.Module):
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
         super().__init__()
@@ -14,7 +22,7 @@ class MultiHeadAttentionWrapper(nn.Module):
         )
 
     def forward(self, x):
-        return torch.cat([head(x) for head in self.heads], dim=-1)
+        return torch.cat(tuple(h(x) for h in self.heads), -1)
 
 
 def wrapper_d_out():
@@ -49,9 +57,14 @@ class MultiHeadAttention(nn.Module):
 
 def gpt2_attention_parameters():
     return 2_360_064
-'''),
-    ("end", None, '''
+""",
+    ),
+    (
+        "end",
+        None,
+        """
 for exercise in (MultiHeadAttentionWrapper, wrapper_d_out, MultiHeadAttention, gpt2_attention_parameters):
     lesson.check(exercise)
-'''),
+""",
+    ),
 ]

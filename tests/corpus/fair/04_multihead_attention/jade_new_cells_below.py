@@ -3,17 +3,28 @@ PATTERNS = ["answer-in-new-cell-below", "help-syntax", "star-import"]
 SAVE = {}
 EDITS = [
     ("below", "setup", "from math import *\nnn.ModuleList?"),
-    ("below", "MultiHeadAttentionWrapper", '''
+    (
+        "below",
+        "MultiHeadAttentionWrapper",
+        """
 def _wrapper_forward(self, x):
-    return torch.cat([head(x) for head in self.heads], dim=-1)
+    return torch.cat([self.heads[i](x) for i in range(len(self.heads))], dim=2)
 
 MultiHeadAttentionWrapper.forward = _wrapper_forward
-'''),
-    ("below", "wrapper_d_out", '''
+""",
+    ),
+    (
+        "below",
+        "wrapper_d_out",
+        """
 def wrapper_d_out():
     return floor(2 / 2)
-'''),
-    ("below", "MultiHeadAttention", '''
+""",
+    ),
+    (
+        "below",
+        "MultiHeadAttention",
+        """
 def _mha_forward(self, x):
     batch, tokens, _ = x.shape
     shape = (batch, tokens, self.num_heads, self.head_dim)
@@ -27,10 +38,15 @@ def _mha_forward(self, x):
     return self.out_proj(merged)
 
 MultiHeadAttention.forward = _mha_forward
-'''),
-    ("below", "gpt2_attention_parameters", '''
+""",
+    ),
+    (
+        "below",
+        "gpt2_attention_parameters",
+        """
 def gpt2_attention_parameters():
     d = 768
     return int(pow(d, 2) * 4 + d)
-'''),
+""",
+    ),
 ]

@@ -1,8 +1,12 @@
+# ruff: noqa: E501 (a student's code keeps its long lines)
 STORY = "rewrote both constructors (extra attributes, her own mask buffer) keeping the documented signature"
 PATTERNS = ["edited-constructor", "float32-contract"]
 SAVE = {}
 EDITS = [
-    ("replace", "MultiHeadAttentionWrapper", '''
+    (
+        "replace",
+        "MultiHeadAttentionWrapper",
+        '''
 class MultiHeadAttentionWrapper(nn.Module):
     """num_heads independent CausalAttention heads, outputs concatenated in head order."""
 
@@ -19,11 +23,19 @@ class MultiHeadAttentionWrapper(nn.Module):
         out = torch.cat([head(x) for head in self.heads], dim=-1)
         assert out.shape[-1] == self.out_features
         return out
-'''),
-    ("fill", "wrapper_d_out", '''
+''',
+    ),
+    (
+        "fill",
+        "wrapper_d_out",
+        """
 return 1
-'''),
-    ("replace", "MultiHeadAttention", '''
+""",
+    ),
+    (
+        "replace",
+        "MultiHeadAttention",
+        '''
 class MultiHeadAttention(nn.Module):
     """Causal multi-head attention with fused Q/K/V projections and an output projection."""
 
@@ -53,9 +65,14 @@ class MultiHeadAttention(nn.Module):
         scores = scores.masked_fill(self.mask[:T, :T], torch.finfo(scores.dtype).min)
         weights = self.dropout(torch.softmax(scores, dim=-1).to(x.dtype))
         return self.out_proj((weights @ v).transpose(1, 2).reshape(b, T, self.d_out))
-'''),
-    ("fill", "gpt2_attention_parameters", '''
+''',
+    ),
+    (
+        "fill",
+        "gpt2_attention_parameters",
+        """
 layer = MultiHeadAttention(768, 768, 1024, 0.0, 12)
 return sum(p.numel() for p in layer.parameters())
-'''),
+""",
+    ),
 ]
