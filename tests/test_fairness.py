@@ -203,3 +203,15 @@ def test_the_gradescope_path_gives_every_correct_submission_full_marks(
     assert set(outcomes) == {b.student for b in corpus}
     short = {student: o.short for student, o in outcomes.items() if not o.full}
     assert short == {}
+
+
+@pytest.mark.slow
+def test_the_nbgrader_gradebook_path_gives_every_correct_submission_full_marks(
+    corpus: list[builder.Built], tmp_path: Path
+) -> None:
+    from compare_graders import grade_into_gradebook, nbgrader_course
+
+    course = nbgrader_course(corpus, tmp_path)
+    outcomes = grade_into_gradebook(course, corpus, tmp_path)
+    short = {student: o.short for student, o in outcomes.items() if not o.full}
+    assert short == {}

@@ -153,18 +153,31 @@ def grade_with_nbgrader(
 
     Returns (nbgrader's outcomes, the gradebook's outcomes after ``attnkit grade``).
     """
-    from attnkit_autograder.course import run_nbgrader
+    from attnkit_autograder.course import scripts_on_path
 
     course = nbgrader_course(corpus, work)
     logs = []
     for lesson in sorted({b.lesson for b in corpus}):
-        done = run_nbgrader(course, "autograde", lesson, "--force", timeout=3600)
-        logs.append(done.stderr)
+        # nbgrader exits non-zero when a submission fails to autograde; the gradebook
+        # still holds every other submission's scores, so carry on and keep the log.
+        done = subprocess.run(
+            [sys.executable, "-m", "nbgrader", "autograde", lesson, "--force"],
+            cwd=course,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+            env=scripts_on_path(),
+        )
+        logs.append(f"== nbgrader autograde {lesson}: exit {done.returncode}\n{done.stderr}")
     (work / "nbgrader-autograde.log").write_text("\n".join(logs))
     theirs = outcomes_from_gradebook(corpus, gradebook_scores(course))
+    return theirs, grade_into_gradebook(course, corpus, work)
+
+
+def grade_into_gradebook(course: Path, corpus: list[Built], work: Path) -> dict[str, Outcome]:
+    """``attnkit grade`` on an nbgrader course, read back from the course's gradebook."""
     attnkit("grade", str(course), "--out", str(work / "course-out"), "--force")
-    ours = outcomes_from_gradebook(corpus, gradebook_scores(course))
-    return theirs, ours
+    return outcomes_from_gradebook(corpus, gradebook_scores(course))
 
 
 def outcomes_from_gradebook(
