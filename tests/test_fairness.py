@@ -126,7 +126,7 @@ def test_submission_is_correct(path: Path, tmp_path: Path) -> None:
     ]
     assert not failed
     graded = {v.grade_id for v in verdicts}
-    assert graded == {g for g in graded_ids(built.lesson)}, "every graded cell was exercised"
+    assert graded == graded_ids(built.lesson), "every graded cell was exercised"
 
 
 def graded_ids(lesson: str) -> set[str]:
