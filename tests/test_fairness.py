@@ -190,7 +190,8 @@ def test_attnkit_grade_gives_every_correct_submission_full_marks(
     assert sorted((r["student"], r["assignment"]) for r in records) == sorted(
         (b.student, b.lesson) for b in corpus
     )
-    assert not_full(records) == []
+    unfair = not_full(records)
+    assert not unfair, "correct submissions short of full marks:\n" + "\n".join(unfair)
 
 
 @pytest.mark.slow
@@ -201,8 +202,7 @@ def test_the_gradescope_path_gives_every_correct_submission_full_marks(
 
     outcomes = grade_with_gradescope(corpus, tmp_path)
     assert set(outcomes) == {b.student for b in corpus}
-    short = {student: o.short for student, o in outcomes.items() if not o.full}
-    assert short == {}
+    assert_full_marks(outcomes)
 
 
 @pytest.mark.slow
@@ -213,5 +213,9 @@ def test_the_nbgrader_gradebook_path_gives_every_correct_submission_full_marks(
 
     course = nbgrader_course(corpus, tmp_path)
     outcomes = grade_into_gradebook(course, corpus, tmp_path)
-    short = {student: o.short for student, o in outcomes.items() if not o.full}
-    assert short == {}
+    assert_full_marks(outcomes)
+
+
+def assert_full_marks(outcomes: dict) -> None:
+    short = [f"{s}: {'; '.join(o.short)}" for s, o in sorted(outcomes.items()) if not o.full]
+    assert not short, "correct submissions short of full marks:\n" + "\n".join(short)
