@@ -1,0 +1,83 @@
+"""Run a corpus submission the way Jupyter's "Run All" does, in this process, and grade it.
+
+The code cells of the handed-in file run in order in one IPython shell (IPython's own
+input transformation: magics, ``!`` shell escapes, ``?`` help, ``display``), continuing
+past a cell that raises, as nbgrader does. The resulting namespace then goes through the
+kit's hidden suite against the references: this is what proves a submission correct,
+independently of the grader under test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from builder import Built
+from IPython.core.interactiveshell import InteractiveShell
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+# "Download as Python" marks each cell with "# In[ ]:" (nbconvert's PythonExporter).
+PY_CELL = re.compile(r"^# In\[[^\]]*\]:\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class CellError:
+    index: int
+    error: str
+
+
+def cells_of(path: Path) -> list[str]:
+    """The code cells of a handed-in file, exactly as written (line endings kept)."""
+    if path.suffix == ".py":
+        return [c for c in PY_CELL.split(path.read_text(encoding="utf-8")) if c.strip()]
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    return ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+
+
+class KernelLikeShell(InteractiveShell):
+    """IPython's shell as a kernel runs it: ``%matplotlib inline`` needs no GUI event loop."""
+
+    def enable_gui(self, gui: str | None = None) -> None:
+        """Inline plots need no event loop (ipykernel's shell does nothing here either)."""
+
+
+def shell() -> KernelLikeShell:
+    """The process's IPython shell, with a fresh namespace."""
+    instance = KernelLikeShell.instance()
+    instance.reset(new_session=False)
+    return instance
+
+
+def run_all(path: Path) -> tuple[dict[str, Any], list[CellError]]:
+    """Run every code cell of ``path``; return the namespace and the cells that raised."""
+    ipython = shell()
+    errors: list[CellError] = []
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        for index, source in enumerate(cells_of(path)):
+            result = ipython.run_cell(source, store_history=False)
+            failure = result.error_before_exec or result.error_in_exec
+            if failure is not None:
+                errors.append(CellError(index, f"{type(failure).__name__}: {failure}"))
+    return ipython.user_ns, errors
+
+
+def hidden_verdicts(built: Built, path: Path) -> tuple[list[Any], list[CellError]]:
+    """Run ``path`` as Jupyter would and put its namespace through the hidden suite."""
+    from attnkit.implementation import LocalImplementation
+    from attnkit_autograder.harness import reference_implementation, run_suite
+
+    namespace, errors = run_all(path)
+    verdicts = run_suite(
+        LocalImplementation(dict(namespace), label=built.name),
+        built.lesson,
+        reference_implementation(built.lesson),
+    )
+    return verdicts, errors

@@ -1,0 +1,221 @@
+"""The fairness corpus: correct submissions, written the many ways students write them.
+
+Every submission in ``tests/corpus/fair/<lesson>/`` is correct, and that is proved here
+independently of the grader: its code cells run in order in an IPython shell (as
+Jupyter's "Run All" runs them) and the resulting namespace passes every hidden test
+against the references. A grader that takes points from any of them is unfair, so
+``attnkit grade`` and the Gradescope path must give each one full marks.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CORPUS = Path(__file__).resolve().parent / "corpus" / "fair"
+sys.path.insert(0, str(CORPUS))
+
+import builder  # noqa: E402
+import runner  # noqa: E402
+
+from attnkit.assignments import ASSIGNMENTS  # noqa: E402
+from attnkit.diagnosis import load_mistakes  # noqa: E402
+from attnkit_autograder.corpus import fill_notebook, reference_body  # noqa: E402
+
+FILES = builder.corpus_files()
+MIN_PER_LESSON = 8
+
+
+def by_name(path: Path) -> str:
+    return f"{path.parent.name[:2]}/{path.stem}"
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[builder.Built]:
+    return builder.build_all()
+
+
+# -- the corpus itself (fast) -----------------------------------------------------------------
+
+
+def test_every_lesson_has_enough_submissions(corpus: list[builder.Built]) -> None:
+    per_lesson = {slug: sum(b.lesson == slug for b in corpus) for slug in ASSIGNMENTS}
+    assert all(count >= MIN_PER_LESSON for count in per_lesson.values()), per_lesson
+    assert len(corpus) >= 40
+    assert len({b.student for b in corpus}) == len(corpus), "one student per submission"
+
+
+def test_every_pattern_is_covered_and_every_claim_holds(corpus: list[builder.Built]) -> None:
+    claimed = {tag for b in corpus for tag in b.patterns}
+    assert claimed == set(builder.PATTERNS), set(builder.PATTERNS) - claimed
+    false_claims = [
+        f"{b.lesson}/{b.name}: {tag}"
+        for b in corpus
+        for tag in b.patterns
+        if not builder.PATTERNS[tag](b)
+    ]
+    assert not false_claims
+
+
+def test_pattern_checks_can_fail(corpus: list[builder.Built]) -> None:
+    # The released notebook, saved unchanged, shows none of the student patterns.
+    plain = corpus[0]
+    untouched = builder.Built(
+        plain.lesson,
+        "untouched",
+        "",
+        (),
+        f"{plain.lesson}.ipynb",
+        "jupyter",
+        plain.released,
+        plain.released,
+    )
+    assert [tag for tag, holds in builder.PATTERNS.items() if holds(untouched)] == []
+
+
+def test_no_submission_copies_a_reference_answer(corpus: list[builder.Built]) -> None:
+    copied = []
+    for built in corpus:
+        code = "\n".join(" ".join(s.split()) for s in built.code_cells())
+        for exercise in ASSIGNMENTS[built.lesson].exercises:
+            reference = reference_body(built.lesson, exercise.name)
+            if is_a_bare_answer(reference):
+                continue  # `return 1` can only be written one way
+            if " ".join(reference.split()) in code:
+                copied.append(f"{built.lesson}/{built.name}: {exercise.name}")
+    assert not copied
+
+
+def is_a_bare_answer(body: str) -> bool:
+    statements = ast.parse(body).body
+    return (
+        len(statements) == 1
+        and isinstance(statements[0], ast.Return)
+        and isinstance(statements[0].value, ast.Constant)
+    )
+
+
+def test_a_corpus_file_that_does_not_apply_names_itself(tmp_path: Path) -> None:
+    lesson = tmp_path / "01_numpy_attention"
+    lesson.mkdir()
+    broken = lesson / "typo.py"
+    broken.write_text(
+        'STORY = "x"\nPATTERNS = []\nSAVE = {}\nEDITS = [("fill", "no such cell", "pass")]\n'
+    )
+    with pytest.raises(builder.CorpusError, match=r"typo\.py \(edit 1\).*no such cell"):
+        builder.build(broken)
+
+
+# -- correctness, proved in-process (slow) ---------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", FILES, ids=by_name)
+def test_submission_is_correct(path: Path, tmp_path: Path) -> None:
+    built = builder.build(path)
+    written = built.write(tmp_path)
+    verdicts, cell_errors = runner.hidden_verdicts(built, written)
+    assert cell_errors == [], "a correct notebook runs from top to bottom without an error"
+    failed = [
+        f"{v.grade_id}/{v.name}: {v.status} {v.message}" for v in verdicts if v.status != "passed"
+    ]
+    assert not failed
+    graded = {v.grade_id for v in verdicts}
+    assert graded == graded_ids(built.lesson), "every graded cell was exercised"
+
+
+def graded_ids(lesson: str) -> set[str]:
+    from attnkit_autograder.rubric import graded_cells
+
+    return {cell.grade_id for cell in graded_cells(lesson)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lesson", list(ASSIGNMENTS))
+def test_the_in_process_check_fails_a_catalogued_mistake(lesson: str, tmp_path: Path) -> None:
+    mistake = next(m for m in load_mistakes() if m.assignment == lesson)
+    notebook = fill_notebook(
+        builder.released_notebook(lesson), lesson, {mistake.exercise: mistake.code}
+    )
+    wrong = builder.Built(
+        lesson, "wrong", mistake.title, (), f"{lesson}.ipynb", "jupyter", notebook, notebook
+    )
+    verdicts, _ = runner.hidden_verdicts(wrong, wrong.write(tmp_path))
+    assert any(v.status != "passed" for v in verdicts), mistake.key
+
+
+# -- the graders (slow) ------------------------------------------------------------------------
+
+
+def not_full(records: list[dict]) -> list[str]:
+    return [
+        f"{r['student']} ({r['assignment']}): {r['score']}/{r['max_score']} "
+        + "; ".join(
+            f"{t['grade_id']} {t['status']}" for t in r["tests"] if t["points"] < t["max_points"]
+        )
+        + (f" error: {r['error']}" if r["status"] == "error" else "")
+        for r in records
+        if r["status"] != "graded" or r["score"] != r["max_score"]
+    ]
+
+
+@pytest.mark.slow
+def test_attnkit_grade_gives_every_correct_submission_full_marks(
+    corpus: list[builder.Built], tmp_path: Path
+) -> None:
+    for built in corpus:
+        built.write(tmp_path / "submissions")
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "attnkit",
+            "grade",
+            str(tmp_path / "submissions"),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stderr
+    records = json.loads((out / "grades.json").read_text())["submissions"]
+    assert sorted((r["student"], r["assignment"]) for r in records) == sorted(
+        (b.student, b.lesson) for b in corpus
+    )
+    unfair = not_full(records)
+    assert not unfair, "correct submissions short of full marks:\n" + "\n".join(unfair)
+
+
+@pytest.mark.slow
+def test_the_gradescope_path_gives_every_correct_submission_full_marks(
+    corpus: list[builder.Built], tmp_path: Path
+) -> None:
+    from compare_graders import grade_with_gradescope
+
+    outcomes = grade_with_gradescope(corpus, tmp_path)
+    assert set(outcomes) == {b.student for b in corpus}
+    assert_full_marks(outcomes)
+
+
+@pytest.mark.slow
+def test_the_nbgrader_gradebook_path_gives_every_correct_submission_full_marks(
+    corpus: list[builder.Built], tmp_path: Path
+) -> None:
+    from compare_graders import grade_into_gradebook, nbgrader_course
+
+    course = nbgrader_course(corpus, tmp_path)
+    outcomes = grade_into_gradebook(course, corpus, tmp_path)
+    assert_full_marks(outcomes)
+
+
+def assert_full_marks(outcomes: dict) -> None:
+    short = [f"{s}: {'; '.join(o.short)}" for s, o in sorted(outcomes.items()) if not o.full]
+    assert not short, "correct submissions short of full marks:\n" + "\n".join(short)
