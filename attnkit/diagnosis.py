@@ -11,11 +11,12 @@ To diagnose a failing exercise:
    exercise and what came back (the outputs, or the type of the exception raised);
 2. every recorded call is answered three ways: by the submission (recorded), by the
    correct implementation, and by each program of each catalogued mistake;
-3. a program *explains* the submission when, on every call where the submission differs
-   from the correct answer, it answers exactly as the submission did (values, dtype,
-   shape and kind; for an exception, its type), and on at least one call the submission
-   returned a value that the program shares and the correct answer does not. Raising the
-   same exception type is consistent with a mistake but never evidence for it;
+3. a program *explains* the submission when it answers every call exactly as the
+   submission did (values, dtype, shape and kind; for an exception, its type), and on at
+   least one call where the submission differs from the correct answer the
+   answer singles the program out: a returned value, or an error with the very same
+   message (which spells out the shapes involved). Raising the same exception type is
+   consistent with a mistake but never evidence for it;
 4. a mistake is named only when exactly one catalogued mistake explains the submission.
    A mistake whose evidence is ``forbidden`` (calling a library function the exercise
    asks you to write) is named only when a call actually ran a forbidden function.
@@ -55,6 +56,7 @@ from .adapters import ADAPTERS
 CATALOGUE_LOCATIONS = (("attnkit_autograder", "mistakes.toml"),)  # the instructor's kit only
 FINGERPRINTS = Path(__file__).resolve().parent / "mistake_fingerprints.bin"  # student bundle
 
+MESSAGE_CHARS = 300
 VALUES, FORBIDDEN_CALL = "values", "forbidden"
 """What a mistake is named from: wrong values, or runtime evidence of a forbidden call."""
 
@@ -141,10 +143,11 @@ class RecordedCall:
     kwargs: dict[str, Any]
     outcome: dict[str, Any] | None = None
     raised: str | None = None
+    message: str | None = None
 
     @property
     def answer(self) -> Answer:
-        return Answer(self.outcome, self.raised)
+        return Answer(self.outcome, self.raised, self.message)
 
     @property
     def key(self) -> str:
@@ -171,7 +174,7 @@ class RecordingImplementation:
         try:
             record.outcome = self.inner.run(adapter, forbidden=forbidden, **kwargs)
         except Exception as exc:
-            record.raised = raised_type(exc)
+            record.raised, record.message = raised_type(exc), raised_message(exc)
             raise
         return record.outcome
 
@@ -186,6 +189,11 @@ class RecordingImplementation:
 def raised_type(exc: BaseException) -> str:
     """The exception's type, as the submission raised it (isolated errors carry the name)."""
     return str(getattr(exc, "type_name", type(exc).__name__))
+
+
+def raised_message(exc: BaseException) -> str:
+    """The exception's message, without its type (isolated errors carry it apart)."""
+    return str(getattr(exc, "message", exc))[:MESSAGE_CHARS]
 
 
 # -- variants -------------------------------------------------------------------------------
@@ -231,17 +239,23 @@ def variants(base: Mapping[str, Any], mistake: Mistake) -> Iterator[dict[str, An
 
 @dataclass(frozen=True)
 class Answer:
-    """What one call gave back: an adapter result, or the type of the exception raised."""
+    """What one call gave back: an adapter result, or the exception raised (type, message)."""
 
     outcome: dict[str, Any] | None
     raised: str | None
+    message: str | None = None
 
     @property
     def ran_forbidden(self) -> bool:
         return bool(self.outcome and self.outcome.get("forbidden_used"))
 
     def plain(self) -> dict[str, Any]:
-        return {"outcome": strip(self.outcome), "raised": self.raised}
+        return {"outcome": strip(self.outcome), "raised": self.raised, "message": self.message}
+
+    def singles_out(self, wrong: Answer) -> bool:
+        """Whether agreeing with ``wrong`` here is evidence, not coincidence: a returned
+        value, or the very same error message (its shapes and sizes), never a type alone."""
+        return self.raised is None or (bool(self.message) and self.message == wrong.message)
 
 
 def agree(a: Answer, b: Answer) -> bool:
@@ -278,15 +292,14 @@ def strip(result: dict[str, Any] | None) -> dict[str, Any] | None:
 def explains(
     submission: Sequence[Answer], correct: Sequence[Answer], program: Sequence[Answer]
 ) -> bool:
-    """Whether a mistake program accounts for every way the submission is wrong, with at
-    least one returned value (not merely an exception type) that singles it out."""
+    """Whether a mistake program answers every call as the submission did, with at least
+    one wrong answer that singles it out (see :meth:`Answer.singles_out`). Incidental
+    differences in how a mistake is written are the catalogue's families' job."""
     evidence = False
     for got, right, wrong in zip(submission, correct, program, strict=True):
-        if agree(got, right):
-            continue  # correct here: consistent with any mistake that is right here too
         if not agree(got, wrong):
-            return False
-        evidence = evidence or got.raised is None
+            return False  # a student who is right where the mistake is wrong did not make it
+        evidence = evidence or (not agree(got, right) and got.singles_out(wrong))
     return evidence
 
 
@@ -317,7 +330,7 @@ def replay(namespace: Mapping[str, Any], call: RecordedCall) -> Answer:
         with quiet():
             return Answer(ADAPTERS[call.adapter](namespace, **call.kwargs), None)
     except Exception as exc:
-        return Answer(None, raised_type(exc))
+        return Answer(None, raised_type(exc), raised_message(exc))
 
 
 def diagnose(
@@ -439,7 +452,7 @@ def load_fingerprints() -> Fingerprints:
 
 
 def as_answer(plain: dict[str, Any]) -> Answer:
-    return Answer(plain["outcome"], plain["raised"])
+    return Answer(plain["outcome"], plain["raised"], plain.get("message"))
 
 
 def diagnose_by_fingerprint(

@@ -2,6 +2,7 @@
 # expect: SelfAttention_v1=keys_dot_T_batched
 class SelfAttention_v1:
     def forward(self, x):
+        import math
         q = torch.matmul(x, self.W_query)
         k = torch.matmul(x, self.W_key)
         v = torch.matmul(x, self.W_value)

@@ -2,6 +2,7 @@
 # expect: MultiHeadAttention=scale_by_d_out
 class MultiHeadAttention:
     def forward(self, x):
+        import math
         b, t, _ = x.shape
         def split(y):
             return y.view(b, t, self.num_heads, self.head_dim).transpose(1, 2)

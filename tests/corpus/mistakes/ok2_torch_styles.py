@@ -13,5 +13,6 @@ def simple_attention_matrix(inputs):
 
 class SelfAttention_v1:
     def forward(self, x):
+        import math
         q, k, v = x @ self.W_query, x @ self.W_key, x @ self.W_value
         return softmax(q @ k.mT / math.sqrt(k.shape[-1]), dim=-1) @ v

@@ -6,6 +6,7 @@ class MultiHeadAttentionWrapper:
 
 class MultiHeadAttention:
     def forward(self, x):
+        import math
         b, t, _ = x.shape
         q = self.W_query(x).unflatten(-1, (self.num_heads, self.head_dim)).permute(0, 2, 1, 3)
         k = self.W_key(x).unflatten(-1, (self.num_heads, self.head_dim)).permute(0, 2, 1, 3)
