@@ -26,7 +26,11 @@ __all__ = [
     "Mistake",
     "case_notebook",
     "fill_notebook",
-    "read_case", "hostile_corpus", "load_mistakes", "released_notebook"]
+    "hostile_corpus",
+    "load_mistakes",
+    "read_case",
+    "released_notebook",
+]
 
 STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
 
@@ -304,7 +308,9 @@ def read_case(path: Path) -> CorpusCase:
     """Parse one corpus file; a missing header or a stray definition is an error here."""
     text = path.read_text(encoding="utf-8")
     header = dict(
-        line[1:].strip().split(":", 1) for line in text.splitlines() if line.startswith("# ") and ":" in line[:20]
+        line[1:].strip().split(":", 1)
+        for line in text.splitlines()
+        if line.startswith("# ") and ":" in line[:20]
     )
     try:
         slug, expect = header["assignment"].strip(), header["expect"].strip()
@@ -313,7 +319,9 @@ def read_case(path: Path) -> CorpusCase:
     answers = {}
     for node in ast.parse(text).body:
         if isinstance(node, ast.ClassDef):
-            methods = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "forward"]
+            methods = [
+                n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "forward"
+            ]
             if not methods:
                 raise ValueError(f"{path}: class {node.name} has no forward method")
             answers[node.name] = definition_body(text, methods[0])
@@ -327,7 +335,9 @@ def read_case(path: Path) -> CorpusCase:
 def definition_body(text: str, function: ast.FunctionDef) -> str:
     """The source of a function's body, dedented to column 0."""
     lines = text.splitlines()
-    return textwrap.dedent("\n".join(lines[function.body[0].lineno - 1 : function.body[-1].end_lineno]))
+    return textwrap.dedent(
+        "\n".join(lines[function.body[0].lineno - 1 : function.body[-1].end_lineno])
+    )
 
 
 def case_notebook(case: CorpusCase, assignments_dir: Path) -> dict[str, Any]:

@@ -69,7 +69,9 @@ def grade_in_process(case: CorpusCase, namespace: dict[str, Any]) -> list[dict[s
 def self_check(case: CorpusCase, namespace: dict[str, Any]) -> dict[str, list[Any]]:
     impl = LocalImplementation(namespace, case.name)
     with contextlib.redirect_stdout(io.StringIO()), quiet():
-        return {e.name: run_exercise(impl, case.slug, e.name) for e in ASSIGNMENTS[case.slug].exercises}
+        return {
+            e.name: run_exercise(impl, case.slug, e.name) for e in ASSIGNMENTS[case.slug].exercises
+        }
 
 
 @dataclass
@@ -78,6 +80,7 @@ class Tally:
     wrong: list[str] = field(default_factory=list)
     missed: list[str] = field(default_factory=list)
     hinted_correct: list[str] = field(default_factory=list)
+    unseen: list[str] = field(default_factory=list)
     catalogued: int = 0
     correct: int = 0
 
@@ -87,14 +90,19 @@ class Tally:
             f"{who}: named correctly {len(self.named)}/{self.catalogued} ({rate:.0f}%), "
             f"named wrongly {len(self.wrong)}, not named {len(self.missed)}, "
             f"hints on correct code {len(self.hinted_correct)}/{self.correct}"
+            + (f", not seen by these checks {len(self.unseen)}" if self.unseen else "")
             + "".join(f"\n  wrong: {w}" for w in self.wrong)
             + "".join(f"\n  not named: {m}" for m in self.missed)
             + "".join(f"\n  hint on correct code: {h}" for h in self.hinted_correct)
         )
 
 
-def judge(tally: Tally, case: CorpusCase, names: dict[str, set[str]], hinted: bool) -> None:
-    """Score one case: ``names`` per exercise (mistake ids), ``hinted`` any hint at all."""
+def judge(
+    tally: Tally, case: CorpusCase, names: dict[str, set[str]], hinted: bool, seen: bool = True
+) -> None:
+    """Score one case: ``names`` per exercise (mistake ids), ``hinted`` any hint at all.
+    A catalogued mistake the checks could not see (``seen=False``) is left out of the
+    naming rate, but a wrong name on it still counts."""
     expected = case.expected
     given = {(exercise, name) for exercise, ids in names.items() for name in ids}
     wrong = given - ({expected} if expected else set())
@@ -104,7 +112,9 @@ def judge(tally: Tally, case: CorpusCase, names: dict[str, set[str]], hinted: bo
         tally.correct += 1
         if hinted:
             tally.hinted_correct.append(case.name)
-    if expected is not None:
+    if expected is not None and not seen:
+        tally.unseen.append(case.name)
+    if expected is not None and seen:
         tally.catalogued += 1
         (tally.named if expected in given else tally.missed).append(case.name)
 
@@ -114,7 +124,7 @@ def test_the_corpus_is_well_formed() -> None:
     mistake written at least once."""
     expected = {(c.slug, *c.expected) for c in cases() if c.expected}
     assert expected <= CATALOGUE
-    assert CATALOGUE <= expected, f"not in the corpus: {sorted(CATALOGUE - expected)}"
+    assert expected >= CATALOGUE, f"not in the corpus: {sorted(CATALOGUE - expected)}"
     assert len(cases()) >= 60
     assert sum(c.expect == "none" for c in cases()) >= 20
     assert sum(c.expect == "correct" for c in cases()) >= 4
@@ -158,13 +168,11 @@ def test_the_self_check_names_what_visible_checks_can_see(namespaces) -> None:
             for exercise, rs in results.items()
         }
         failing = {e for e, rs in results.items() if any(r.status != "passed" for r in rs)}
-        counted = case
-        if case.expected and (
-            (case.slug, *case.expected) not in visible or case.expected[0] not in failing
-        ):
-            counted = CorpusCase(case.name, case.slug, "unseen", case.answers)
+        seen = case.expected is None or (
+            (case.slug, *case.expected) in visible and case.expected[0] in failing
+        )
         hinted = any(r.hint or r.diagnosis for rs in results.values() for r in rs)
-        judge(tally, counted, names, hinted)
+        judge(tally, case, names, hinted, seen)
         if case.expect == "correct":
             assert not failing, f"{case.name} fails visible checks: {failing}"
     print("\n" + tally.report("self-check"))

@@ -4,4 +4,4 @@ class SelfAttention_v1:
     def forward(self, x):
         q, k, v = x @ self.W_query, x @ self.W_key, x @ self.W_value
         d_in = self.W_query.shape[0]
-        return softmax(q @ k.transpose(-1, -2) / d_in ** 0.5, dim=-1) @ v
+        return softmax(q @ k.transpose(-1, -2) / d_in**0.5, dim=-1) @ v

@@ -3,6 +3,7 @@
 class SelfAttention_v1:
     def forward(self, x):
         import math
+
         q = torch.matmul(x, self.W_query)
         k = torch.matmul(x, self.W_key)
         v = torch.matmul(x, self.W_value)

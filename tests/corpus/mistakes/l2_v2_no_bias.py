@@ -3,6 +3,7 @@
 class SelfAttention_v2:
     def forward(self, x):
         import torch.nn.functional as F
+
         q = F.linear(x, self.W_query.weight)
         k = F.linear(x, self.W_key.weight)
         v = F.linear(x, self.W_value.weight)

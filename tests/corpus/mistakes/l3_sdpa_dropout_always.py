@@ -3,6 +3,7 @@
 class ScaledDotProductAttention:
     def forward(self, q, k, v, mask=None):
         import torch.nn.functional as F
+
         s = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
         if mask is not None:
             s = s.masked_fill(mask, -torch.inf)

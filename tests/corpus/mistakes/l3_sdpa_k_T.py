@@ -3,6 +3,7 @@
 class ScaledDotProductAttention:
     def forward(self, q, k, v, mask=None):
         import math
+
         scores = torch.matmul(q, k.T) / math.sqrt(q.shape[-1])
         if mask is not None:
             scores = scores.masked_fill(mask, float("-inf"))

@@ -3,7 +3,7 @@
 class ScaledDotProductAttention:
     def forward(self, q, k, v, mask=None):
         d_k = k.size(-1)
-        weights = (q @ k.transpose(-2, -1) / d_k ** 0.5).softmax(dim=-1)
+        weights = (q @ k.transpose(-2, -1) / d_k**0.5).softmax(dim=-1)
         if mask is not None:
             weights = weights * (~mask)
         weights = self.dropout(weights)

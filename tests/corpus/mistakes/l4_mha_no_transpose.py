@@ -3,6 +3,7 @@
 class MultiHeadAttention:
     def forward(self, x):
         import math
+
         b, t, _ = x.shape
         h, hd = self.num_heads, self.head_dim
         q = self.W_query(x).reshape(b, h, t, hd)

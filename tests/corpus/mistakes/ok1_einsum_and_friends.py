@@ -11,12 +11,15 @@ def softmax(x, axis=-1):
     total[total == 0] = 1
     return e / total
 
+
 def attention_scores(Q, K):
     return np.einsum("...qd,...kd->...qk", Q, K)
+
 
 def causal_mask(num_tokens):
     r = np.arange(num_tokens)
     return r[None, :] > r[:, None]
+
 
 def self_attention(X, W_q, W_k, W_v, causal=False):
     Q, K, V = X @ W_q, X @ W_k, X @ W_v

@@ -9,6 +9,7 @@ def copy_v2_weights_into_v1(v2, v1):
             target.copy_(linear.weight.t())
     return v1
 
+
 class SelfAttention_v2:
     def forward(self, x):
         q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)

@@ -3,9 +3,11 @@
 def causal_mask(num_tokens):
     return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(1)
 
+
 def apply_causal_mask(scores):
     n = scores.shape[-1]
     return scores.masked_fill(causal_mask(n), float("-inf"))
+
 
 class ScaledDotProductAttention:
     def forward(self, q, k, v, mask=None):

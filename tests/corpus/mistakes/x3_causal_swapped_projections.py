@@ -3,5 +3,6 @@
 class CausalAttention:
     def forward(self, x):
         t = x.shape[-2]
-        out, _ = self.attention(self.W_key(x), self.W_query(x), self.W_value(x), mask=self.mask[:t, :t])
+        queries, keys = self.W_key(x), self.W_query(x)
+        out, _ = self.attention(queries, keys, self.W_value(x), mask=self.mask[:t, :t])
         return out
