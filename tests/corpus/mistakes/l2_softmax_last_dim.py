@@ -2,5 +2,7 @@
 # expect: softmax=ignores_dim
 def softmax(x, dim=-1):
     biggest = torch.max(x, -1, keepdim=True)[0]
+    biggest = torch.nan_to_num(biggest, neginf=0.0)
     ex = torch.exp(x - biggest)
-    return ex / torch.sum(ex, -1, keepdim=True)
+    total = torch.sum(ex, -1, keepdim=True)
+    return ex / total.clamp(min=torch.finfo(x.dtype).tiny)
