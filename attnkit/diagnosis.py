@@ -365,9 +365,10 @@ def failing_helpers(slug: str, exercise: str, failing: set[str]) -> list[str]:
 
 def fix_helpers_first(exercise: str, helpers: Sequence[str]) -> str:
     """The hint for an exercise that fails because helpers it calls fail."""
-    names = ", ".join(f"`{h}`" for h in helpers)
+    names = " and ".join(f"`{h}`" for h in helpers)
+    fails = "fails its" if len(helpers) == 1 else "fail their"
     return (
-        f"{exercise} calls your {names}, which fails its own checks: fix {names} first, "
+        f"{exercise} calls your {names}, which {fails} own checks: fix {names} first, "
         "then run this again."
     )
 
@@ -392,9 +393,10 @@ class Fingerprints:
     mistakes: tuple[Fingerprint, ...]
 
 
-def compute_fingerprints() -> Fingerprints:
+def compute_fingerprints(slug: str | None = None, exercise: str | None = None) -> Fingerprints:
     """Record the calls the visible checks make to the references, then replay them on
-    every program of every catalogued mistake (built on the references)."""
+    every program of every catalogued mistake (built on the references); only those of
+    one exercise when ``slug`` and ``exercise`` are given."""
     from attnkit_solutions.exercises import reference_namespace
 
     from .implementation import LocalImplementation
@@ -404,6 +406,8 @@ def compute_fingerprints() -> Fingerprints:
     calls: dict[str, list[RecordedCall]] = {}
     prints = []
     for mistake in load_mistakes():
+        if slug is not None and (mistake.assignment, mistake.exercise) != (slug, exercise):
+            continue
         where = f"{mistake.assignment}/{mistake.exercise}"
         base = reference_namespace(mistake.assignment)
         if where not in calls:
@@ -433,8 +437,10 @@ def write_fingerprints(path: Path) -> Path:
 
 
 @functools.cache
-def load_fingerprints() -> Fingerprints:
-    """The shipped fingerprints, or (in the full kit) ones computed from the catalogue."""
+def load_fingerprints(slug: str | None = None, exercise: str | None = None) -> Fingerprints:
+    """The shipped fingerprints, or (in the full kit) ones computed from the catalogue:
+    all of them, or only one exercise's when ``slug`` and ``exercise`` are given (the
+    self-check computes what it needs, when it first needs it)."""
     if FINGERPRINTS.is_file():
         from .wire import decode
 
@@ -445,7 +451,7 @@ def load_fingerprints() -> Fingerprints:
         return Fingerprints(data["correct"], mistakes)
     if load_mistakes():
         try:
-            return compute_fingerprints()
+            return compute_fingerprints(slug, exercise)
         except ModuleNotFoundError:  # no references here: nothing to compute them from
             pass
     return Fingerprints({}, ())
@@ -459,7 +465,7 @@ def diagnose_by_fingerprint(
     slug: str, exercise: str, calls: list[RecordedCall]
 ) -> Fingerprint | None:
     """The one mistake whose answers to the visible checks explain the submission's."""
-    prints = load_fingerprints()
+    prints = load_fingerprints(slug, exercise)
     correct = prints.correct.get(f"{slug}/{exercise}", {})
     made = [c for c in calls if c.key in correct and (c.outcome is not None or c.raised)]
     if not made:

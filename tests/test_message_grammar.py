@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from attnkit.compare import CheckFailed, expect_array, expect_unchanged, is_plural
+from attnkit.diagnosis import fix_helpers_first
 
 
 @pytest.mark.parametrize(
@@ -49,3 +50,10 @@ def test_each_stage_speaks_in_the_right_number() -> None:
     with pytest.raises(CheckFailed) as caught:
         expect_unchanged(np.zeros(2), np.ones(2), "the scores")
     assert caught.value.message == "the scores were modified in place"
+
+
+def test_the_helpers_first_hint_names_each_helper_in_the_right_number() -> None:
+    one = fix_helpers_first("self_attention", ["scale_scores"])
+    assert "fix `scale_scores` first" in one and "which fails its own checks" in one
+    two = fix_helpers_first("self_attention", ["softmax", "scale_scores"])
+    assert "`softmax` and `scale_scores`, which fail their own checks" in two
