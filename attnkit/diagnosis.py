@@ -43,11 +43,11 @@ import string
 import textwrap
 import tomllib
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -76,6 +76,9 @@ class MistakeInfo:
     @property
     def key(self) -> str:
         return f"{self.assignment}/{self.exercise}/{self.id}"
+
+
+Info = TypeVar("Info", bound=MistakeInfo)
 
 
 @dataclass(frozen=True)
@@ -303,7 +306,9 @@ def explains(
     return evidence
 
 
-def single_out(candidates: Sequence[MistakeInfo], submission: Sequence[Answer], explained: Any):
+def single_out(
+    candidates: Sequence[Info], submission: Sequence[Answer], explained: Callable[[Info], bool]
+) -> Info | None:
     """The one mistake the evidence names, or None.
 
     ``explained(mistake)`` says whether some program of the mistake explains the
