@@ -16,6 +16,7 @@ tensor that could be copied into a solution.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,23 @@ KIND_NAMES = {
 }
 
 
+SINGULAR_ENDINGS = ("ss", "is", "us", "as", ")")
+
+
+def is_plural(what: str) -> bool:
+    """Whether a described quantity is plural ("the scores", "outputs of tokens 0-2")
+    or singular ("the output", "the input x", "softmax(x, axis=0)"): its head noun, the
+    last word before a qualifier, decides."""
+    head = re.split(r" (?:of|after|in|for|with|at|from) | \(", what, maxsplit=1)[0]
+    word = head.split()[-1] if head.split() else ""
+    return word.endswith("s") and not word.endswith(SINGULAR_ENDINGS)
+
+
+def verb(what: str, singular: str, plural: str) -> str:
+    """``what`` followed by the verb form that agrees with it: "the scores were"."""
+    return f"{what} {plural if is_plural(what) else singular}"
+
+
 def kind_name(value: dict[str, Any]) -> str:
     return KIND_NAMES.get(value["kind"], f"a {value.get('type', value['kind'])}")
 
@@ -52,7 +70,9 @@ def expect_kind(value: dict[str, Any], kind: str, what: str = "the output") -> N
         elif kind == "tensor" and value["kind"] == "ndarray":
             hint = "Stay in PyTorch: use torch operations so the result stays a tensor."
         raise CheckFailed(
-            f"{what} is {kind_name(value)}, expected {KIND_NAMES[kind]}", hint, stage="kind"
+            f"{verb(what, 'is', 'are')} {kind_name(value)}, expected {KIND_NAMES[kind]}",
+            hint,
+            stage="kind",
         )
 
 
@@ -67,10 +87,14 @@ def expect_shape(
     if kind is not None:
         expect_kind(value, kind, what)
     if "array" not in value:
-        raise CheckFailed(f"{what} is {kind_name(value)}, expected an array", stage="kind")
+        raise CheckFailed(
+            f"{verb(what, 'is', 'are')} {kind_name(value)}, expected an array", stage="kind"
+        )
     if value["array"].shape != tuple(shape):
         raise CheckFailed(
-            f"{what} has shape {list(value['array'].shape)}, expected {list(shape)}", stage="shape"
+            f"{verb(what, 'has', 'have')} shape {list(value['array'].shape)}, "
+            f"expected {list(shape)}",
+            stage="shape",
         )
     return value["array"]
 
@@ -112,15 +136,20 @@ def expect_array(
     if kind is not None:
         expect_kind(value, kind, what)
     if "array" not in value:
-        raise CheckFailed(f"{what} is {kind_name(value)}, expected an array", stage="kind")
+        raise CheckFailed(
+            f"{verb(what, 'is', 'are')} {kind_name(value)}, expected an array", stage="kind"
+        )
     got = value["array"]
     if got.shape != expected.shape:
         raise CheckFailed(
-            f"{what} has shape {list(got.shape)}, expected {list(expected.shape)}",
+            f"{verb(what, 'has', 'have')} shape {list(got.shape)}, expected {list(expected.shape)}",
             stage="shape",
         )
     if check_dtype and got.dtype != expected.dtype:
-        raise CheckFailed(f"{what} has dtype {got.dtype}, expected {expected.dtype}", stage="dtype")
+        raise CheckFailed(
+            f"{verb(what, 'has', 'have')} dtype {got.dtype}, expected {expected.dtype}",
+            stage="dtype",
+        )
     if not values and (expected.dtype == bool or got.dtype == bool):
         return got
     if expected.dtype == bool or got.dtype == bool:
@@ -128,8 +157,8 @@ def expect_array(
         if len(wrong):
             at = tuple(int(i) for i in wrong[0])
             raise CheckFailed(
-                f"{what} is wrong at {len(wrong)} of {got.size} positions, first at "
-                f"{list(at)}: expected {bool(expected[at])}, got {bool(got[at])}"
+                f"{verb(what, 'is', 'are')} wrong at {len(wrong)} of {got.size} positions, "
+                f"first at {list(at)}: expected {bool(expected[at])}, got {bool(got[at])}"
             )
         return got
     expected_finite = np.isfinite(expected)
@@ -137,7 +166,8 @@ def expect_array(
     if got_bad.any():
         at = tuple(int(i) for i in np.argwhere(got_bad)[0])
         raise CheckFailed(
-            f"{what} contains {int(got_bad.sum())} NaN/inf value(s) where finite numbers are "
+            f"{verb(what, 'contains', 'contain')} {int(got_bad.sum())} NaN/inf value(s) where "
+            "finite numbers are "
             f"expected, first at {list(at)} (got {got[at]})",
             "NaN usually comes from exp() overflowing or from -inf minus -inf.",
             stage="finite",
@@ -166,7 +196,7 @@ def expect_unchanged(before: np.ndarray, after: np.ndarray | None, what: str) ->
     """The implementation must not modify its inputs in place."""
     if after is not None and not np.array_equal(before, after, equal_nan=True):
         raise CheckFailed(
-            f"{what} was modified in place",
+            f"{verb(what, 'was', 'were')} modified in place",
             "Build new arrays instead of writing into the input (avoid `x -= ...`, "
             "`x[...] = ...`, `masked_fill_`).",
             stage="mutation",

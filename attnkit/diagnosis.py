@@ -1,35 +1,53 @@
-"""Name the classic mistake behind a failing exercise.
+"""Name the classic mistake behind a failing exercise, only when the evidence singles it out.
 
 The catalogue (``autograder/mistakes.toml``) holds each classic mistake as code: the body
-an exercise would have if a student made it. To diagnose a failing exercise:
+an exercise would have if a student made it. An entry may be a *family*: its code has
+``$placeholders`` and ``family`` lists the values each one takes (any wrong axis, any
+order of the heads), so the way a student happens to write the mistake does not matter.
+
+To diagnose a failing exercise:
 
 1. while the checks run, :class:`RecordingImplementation` records every call made to the
    exercise and what came back (the outputs, or the type of the exception raised);
-2. :func:`diagnose` builds each catalogued wrong *variant* of the exercise on top of a
-   base namespace, replays the recorded calls against it, and names the mistake whose
-   variant answers every call exactly as the submission did.
+2. every recorded call is answered three ways: by the submission (recorded), by the
+   correct implementation, and by each program of each catalogued mistake;
+3. a program *explains* the submission when it answers every call exactly as the
+   submission did (values, dtype, shape and kind; for an exception, its type), and on at
+   least one call where the submission differs from the correct answer the
+   answer singles the program out: a returned value, or an error with the very same
+   message (which spells out the shapes involved). Raising the same exception type is
+   consistent with a mistake but never evidence for it;
+4. a mistake is named only when exactly one catalogued mistake explains the submission.
+   A mistake whose evidence is ``forbidden`` (calling a library function the exercise
+   asks you to write) is named only when a call actually ran a forbidden function.
 
-The grader builds the variants on the references. The self-check cannot: the student
-bundle ships neither the references nor the catalogue's code (a wrong variant is often the
-answer with one line changed). It uses *fingerprints* instead: what each variant answers
-to the exercise's visible checks, which use fixed inputs. The kit computes them from the
-catalogue; the bundle carries them precomputed, as plain data.
+The grader answers the calls with the references and builds the variants on them. The
+self-check cannot: the student bundle ships neither the references nor the catalogue's
+code. It uses *fingerprints* instead: the correct answers and every mistake program's
+answers to the exercise's visible checks, whose inputs are fixed. The kit computes them
+from the catalogue; the bundle carries them precomputed, as plain data.
 
-Either way a diagnosis is only ever made for an exercise that failed, so a correct
-submission never receives a mistake hint.
+A diagnosis is only ever made for an exercise that failed, so a correct submission never
+receives a mistake hint. Callers also skip an exercise whose helpers fail (see
+:func:`failing_helpers`): its variants are built on correct helpers, so they could not
+explain its output.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
+import itertools
+import string
 import textwrap
 import tomllib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -37,6 +55,10 @@ from .adapters import ADAPTERS
 
 CATALOGUE_LOCATIONS = (("attnkit_autograder", "mistakes.toml"),)  # the instructor's kit only
 FINGERPRINTS = Path(__file__).resolve().parent / "mistake_fingerprints.bin"  # student bundle
+
+MESSAGE_CHARS = 300
+VALUES, FORBIDDEN_CALL = "values", "forbidden"
+"""What a mistake is named from: wrong values, or runtime evidence of a forbidden call."""
 
 
 @dataclass(frozen=True)
@@ -49,15 +71,38 @@ class MistakeInfo:
     title: str
     symptom: str
     hint: str
-
-
-@dataclass(frozen=True)
-class Mistake(MistakeInfo):
-    code: str
+    evidence: str = VALUES
 
     @property
     def key(self) -> str:
         return f"{self.assignment}/{self.exercise}/{self.id}"
+
+
+Info = TypeVar("Info", bound=MistakeInfo)
+
+
+@dataclass(frozen=True)
+class Mistake(MistakeInfo):
+    template: str = ""
+    """The code, with ``$placeholders`` when the mistake is a family."""
+    family: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Placeholder name and the values it takes; every combination is one program."""
+
+    def programs(self) -> list[str]:
+        """The code of every member of the family (one program when there is no family)."""
+        if not self.family:
+            return [self.template]
+        names = [name for name, _ in self.family]
+        template = string.Template(self.template)
+        return [
+            template.substitute(dict(zip(names, values, strict=True)))
+            for values in itertools.product(*(values for _, values in self.family))
+        ]
+
+    @property
+    def code(self) -> str:
+        """One runnable program of the mistake: what the kit's tests paste into a notebook."""
+        return self.programs()[0]
 
 
 def catalogue_path() -> Path | None:
@@ -80,7 +125,12 @@ def load_mistakes() -> tuple[Mistake, ...]:
         return ()
     with path.open("rb") as handle:
         entries = tomllib.load(handle)["mistake"]
-    return tuple(Mistake(**{**e, "code": textwrap.dedent(e["code"]).strip()}) for e in entries)
+    mistakes = []
+    for entry in entries:
+        family = tuple((k, tuple(str(v) for v in vs)) for k, vs in entry.pop("family", {}).items())
+        template = textwrap.dedent(entry.pop("code")).strip()
+        mistakes.append(Mistake(**entry, template=template, family=family))
+    return tuple(mistakes)
 
 
 def mistakes_for(slug: str, exercise: str) -> list[Mistake]:
@@ -96,6 +146,18 @@ class RecordedCall:
     kwargs: dict[str, Any]
     outcome: dict[str, Any] | None = None
     raised: str | None = None
+    message: str | None = None
+
+    @property
+    def answer(self) -> Answer:
+        return Answer(self.outcome, self.raised, self.message)
+
+    @property
+    def key(self) -> str:
+        """The same for the same request, in any process: what fingerprints are keyed by."""
+        from .wire import encode
+
+        return hashlib.sha256(encode([self.adapter, self.kwargs])).hexdigest()
 
 
 @dataclass
@@ -115,7 +177,7 @@ class RecordingImplementation:
         try:
             record.outcome = self.inner.run(adapter, forbidden=forbidden, **kwargs)
         except Exception as exc:
-            record.raised = raised_type(exc)
+            record.raised, record.message = raised_type(exc), raised_message(exc)
             raise
         return record.outcome
 
@@ -132,21 +194,25 @@ def raised_type(exc: BaseException) -> str:
     return str(getattr(exc, "type_name", type(exc).__name__))
 
 
+def raised_message(exc: BaseException) -> str:
+    """The exception's message, without its type (isolated errors carry it apart)."""
+    return str(getattr(exc, "message", exc))[:MESSAGE_CHARS]
+
+
 # -- variants -------------------------------------------------------------------------------
 
 
-def build_variant(base: Mapping[str, Any], mistake: Mistake) -> dict[str, Any] | None:
-    """``base`` with the mistake's exercise replaced by the wrong code; None if impossible."""
-    target = base.get(mistake.exercise)
+def build_variant(base: Mapping[str, Any], exercise: str, code: str) -> dict[str, Any] | None:
+    """``base`` with ``exercise`` replaced by the wrong ``code``; None if impossible."""
+    target = base.get(exercise)
     if target is None:
         return None
     namespace = dict(base)
     if inspect.isclass(target):
-        method = target.forward
-        function = compile_body(method, mistake.code, namespace, "forward")
-        namespace[mistake.exercise] = type(mistake.exercise, (target,), {"forward": function})
+        function = compile_body(target.forward, code, namespace, "forward")
+        namespace[exercise] = type(exercise, (target,), {"forward": function})
     else:
-        namespace[mistake.exercise] = compile_body(target, mistake.code, namespace, target.__name__)
+        namespace[exercise] = compile_body(target, code, namespace, target.__name__)
     return namespace
 
 
@@ -160,64 +226,156 @@ def compile_body(template: Any, body: str, namespace: dict[str, Any], name: str)
     return globals_[name]
 
 
-# -- comparing and diagnosing ------------------------------------------------------------------
+def variants(base: Mapping[str, Any], mistake: Mistake) -> Iterator[dict[str, Any]]:
+    """Every program of the mistake's family built on ``base`` (those that compile)."""
+    for code in mistake.programs():
+        try:
+            namespace = build_variant(base, mistake.exercise, code)
+        except Exception:
+            continue
+        if namespace is not None:
+            yield namespace
+
+
+# -- answers and evidence ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one call gave back: an adapter result, or the exception raised (type, message)."""
+
+    outcome: dict[str, Any] | None
+    raised: str | None
+    message: str | None = None
+
+    @property
+    def ran_forbidden(self) -> bool:
+        return bool(self.outcome and self.outcome.get("forbidden_used"))
+
+    def plain(self) -> dict[str, Any]:
+        return {"outcome": strip(self.outcome), "raised": self.raised, "message": self.message}
+
+    def singles_out(self, wrong: Answer) -> bool:
+        """Whether agreeing with ``wrong`` here is evidence, not coincidence: a returned
+        value, or the very same error message (its shapes and sizes), never a type alone."""
+        return self.raised is None or (bool(self.message) and self.message == wrong.message)
+
+
+def agree(a: Answer, b: Answer) -> bool:
+    """Same exception type, or the same results: kind, dtype, shape and values."""
+    if a.raised is not None or b.raised is not None:
+        return a.raised == b.raised
+    return same(strip(a.outcome), strip(b.outcome))
 
 
 def same(a: Any, b: Any) -> bool:
-    """Deep equality for adapter results, with float tolerance and NaN == NaN."""
+    """Deep equality for adapter results: float tolerance, NaN == NaN, dtypes and shapes exact."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        a, b = np.asarray(a), np.asarray(b)
-        if a.shape != b.shape:
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
             return False
-        if a.dtype == bool or b.dtype == bool or a.dtype.kind in "iu":
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.dtype.kind not in "fc":
             return bool(np.array_equal(a, b))
         return bool(np.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True))
     if isinstance(a, dict) and isinstance(b, dict):
-        keys = (set(a) | set(b)) - {"forbidden_used", "dtype"}
-        return all(same(a.get(k), b.get(k)) for k in keys)
+        return set(a) == set(b) and all(same(a[k], b[k]) for k in a)
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
+    return bool(a == b)
 
 
-def replay(namespace: Mapping[str, Any], call: RecordedCall) -> tuple[dict | None, str | None]:
+def strip(result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Drop what is not an answer (the forbidden-call record, judged on its own)."""
+    if result is None:
+        return None
+    return {k: v for k, v in result.items() if k != "forbidden_used"}
+
+
+def explains(
+    submission: Sequence[Answer], correct: Sequence[Answer], program: Sequence[Answer]
+) -> bool:
+    """Whether a mistake program answers every call as the submission did, with at least
+    one wrong answer that singles it out (see :meth:`Answer.singles_out`). Incidental
+    differences in how a mistake is written are the catalogue's families' job."""
+    evidence = False
+    for got, right, wrong in zip(submission, correct, program, strict=True):
+        if not agree(got, wrong):
+            return False  # a student who is right where the mistake is wrong did not make it
+        evidence = evidence or (not agree(got, right) and got.singles_out(wrong))
+    return evidence
+
+
+def single_out(
+    candidates: Sequence[Info], submission: Sequence[Answer], explained: Callable[[Info], bool]
+) -> Info | None:
+    """The one mistake the evidence names, or None.
+
+    ``explained(mistake)`` says whether some program of the mistake explains the
+    submission. Runtime evidence of a forbidden call names the forbidden-call mistake
+    (and only it); otherwise exactly one value mistake must explain the submission.
+    """
+    if any(answer.ran_forbidden for answer in submission):
+        forbidden = [m for m in candidates if m.evidence == FORBIDDEN_CALL]
+        return forbidden[0] if len(forbidden) == 1 else None
+    found = [m for m in candidates if m.evidence == VALUES and explained(m)]
+    return found[0] if len(found) == 1 else None
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """Wrong variants overflow and divide by zero on purpose: keep that off the screen."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        yield
+
+
+def replay(namespace: Mapping[str, Any], call: RecordedCall) -> Answer:
     try:
-        return ADAPTERS[call.adapter](namespace, **call.kwargs), None
+        with quiet():
+            return Answer(ADAPTERS[call.adapter](namespace, **call.kwargs), None)
     except Exception as exc:
-        return None, raised_type(exc)
+        return Answer(None, raised_type(exc), raised_message(exc))
 
 
 def diagnose(
     slug: str, exercise: str, calls: list[RecordedCall], base: Mapping[str, Any]
 ) -> Mistake | None:
-    """The catalogued mistake whose variant answers every recorded call like the submission."""
+    """The catalogued mistake that alone explains the recorded calls, or None.
+
+    ``base`` is the correct namespace (the references): it answers the calls correctly,
+    and each mistake's programs are built on it.
+    """
     answered = [c for c in calls if c.outcome is not None or c.raised is not None]
     if not answered:
         return None
-    for mistake in mistakes_for(slug, exercise):
-        try:
-            variant = build_variant(base, mistake)
-        except Exception:
-            continue
-        if variant is None:
-            continue
-        if all(matches(variant, call) for call in answered):
-            return mistake
-    return None
+    submission = [c.answer for c in answered]
+    correct = [replay(base, c) for c in answered]
+
+    def explained(mistake: Mistake) -> bool:
+        return any(
+            explains(submission, correct, [replay(variant, c) for c in answered])
+            for variant in variants(base, mistake)
+        )
+
+    return single_out(mistakes_for(slug, exercise), submission, explained)
 
 
-def matches(variant: Mapping[str, Any], call: RecordedCall) -> bool:
-    outcome, raised = replay(variant, call)
-    if call.raised is not None or raised is not None:
-        return call.raised == raised
-    return same(strip(call.outcome), strip(outcome))
+def failing_helpers(slug: str, exercise: str, failing: set[str]) -> list[str]:
+    """The exercises that ``exercise`` calls (directly) which fail their own checks."""
+    from .assignments import ASSIGNMENTS
+
+    return sorted(set(ASSIGNMENTS[slug].exercise(exercise).uses) & failing)
 
 
-def strip(result: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Drop what differs between runs without meaning (the forbidden-call record)."""
-    if result is None:
-        return None
-    return {k: v for k, v in result.items() if k != "forbidden_used"}
+def fix_helpers_first(exercise: str, helpers: Sequence[str]) -> str:
+    """The hint for an exercise that fails because helpers it calls fail."""
+    names = " and ".join(f"`{h}`" for h in helpers)
+    fails = "fails its" if len(helpers) == 1 else "fail their"
+    return (
+        f"{exercise} calls your {names}, which {fails} own checks: fix {names} first, "
+        "then run this again."
+    )
 
 
 # -- fingerprints: diagnosis without the catalogue's code -------------------------------------
@@ -225,43 +383,50 @@ def strip(result: dict[str, Any] | None) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class Fingerprint(MistakeInfo):
-    """A mistake's metadata and its answers to the visible checks (no code)."""
+    """A mistake's metadata and each program's answers to the visible checks (no code)."""
 
-    answers: list[dict[str, Any]]
+    programs: tuple[dict[str, dict[str, Any]], ...] = ()
+    """Per program of the family: call key -> answer."""
 
 
-def compute_fingerprints() -> list[Fingerprint]:
-    """Run each catalogued variant (built on the references) through its visible checks."""
+@dataclass(frozen=True)
+class Fingerprints:
+    """The correct answers to each exercise's visible checks, and every mistake's."""
+
+    correct: dict[str, dict[str, dict[str, Any]]]
+    """"slug/exercise" -> call key -> answer."""
+    mistakes: tuple[Fingerprint, ...]
+
+
+def compute_fingerprints(slug: str | None = None, exercise: str | None = None) -> Fingerprints:
+    """Record the calls the visible checks make to the references, then replay them on
+    every program of every catalogued mistake (built on the references); only those of
+    one exercise when ``slug`` and ``exercise`` are given."""
     from attnkit_solutions.exercises import reference_namespace
 
     from .implementation import LocalImplementation
     from .selfcheck.runner import check_exercise
 
+    correct: dict[str, dict[str, dict[str, Any]]] = {}
+    calls: dict[str, list[RecordedCall]] = {}
     prints = []
     for mistake in load_mistakes():
-        variant = build_variant(reference_namespace(mistake.assignment), mistake)
-        if variant is None:
+        if slug is not None and (mistake.assignment, mistake.exercise) != (slug, exercise):
             continue
-        recorder = RecordingImplementation(LocalImplementation(variant, "variant"))
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")  # the variants are wrong on purpose: NaN, overflow
+        where = f"{mistake.assignment}/{mistake.exercise}"
+        base = reference_namespace(mistake.assignment)
+        if where not in calls:
+            recorder = RecordingImplementation(LocalImplementation(base, "reference"))
             check_exercise(recorder, mistake.assignment, mistake.exercise)
-        answers = [
-            {"adapter": c.adapter, "outcome": strip(c.outcome), "raised": c.raised}
-            for c in recorder.calls.get(mistake.exercise, [])
-        ]
-        prints.append(
-            Fingerprint(
-                mistake.assignment,
-                mistake.exercise,
-                mistake.id,
-                mistake.title,
-                mistake.symptom,
-                mistake.hint,
-                answers,
-            )
+            calls[where] = recorder.calls.get(mistake.exercise, [])
+            correct[where] = {c.key: c.answer.plain() for c in calls[where]}
+        programs = tuple(
+            {c.key: replay(variant, c).plain() for c in calls[where]}
+            for variant in variants(base, mistake)
         )
-    return prints
+        info = {k: getattr(mistake, k) for k in MistakeInfo.__dataclass_fields__}
+        prints.append(Fingerprint(**info, programs=programs))
+    return Fingerprints(correct, tuple(prints))
 
 
 def write_fingerprints(path: Path) -> Path:
@@ -269,39 +434,55 @@ def write_fingerprints(path: Path) -> Path:
 
     from .wire import encode
 
-    path.write_bytes(encode([asdict(f) for f in compute_fingerprints()]))
+    prints = compute_fingerprints()
+    path.write_bytes(
+        encode({"correct": prints.correct, "mistakes": [asdict(f) for f in prints.mistakes]})
+    )
     return path
 
 
 @functools.cache
-def load_fingerprints() -> tuple[Fingerprint, ...]:
-    """The shipped fingerprints, or (in the full kit) ones computed from the catalogue."""
+def load_fingerprints(slug: str | None = None, exercise: str | None = None) -> Fingerprints:
+    """The shipped fingerprints, or (in the full kit) ones computed from the catalogue:
+    all of them, or only one exercise's when ``slug`` and ``exercise`` are given (the
+    self-check computes what it needs, when it first needs it)."""
     if FINGERPRINTS.is_file():
         from .wire import decode
 
-        return tuple(Fingerprint(**f) for f in decode(FINGERPRINTS.read_bytes()))
+        data = decode(FINGERPRINTS.read_bytes())
+        mistakes = tuple(
+            Fingerprint(**{**f, "programs": tuple(f["programs"])}) for f in data["mistakes"]
+        )
+        return Fingerprints(data["correct"], mistakes)
     if load_mistakes():
         try:
-            return tuple(compute_fingerprints())
+            return compute_fingerprints(slug, exercise)
         except ModuleNotFoundError:  # no references here: nothing to compute them from
-            return ()
-    return ()
+            pass
+    return Fingerprints({}, ())
+
+
+def as_answer(plain: dict[str, Any]) -> Answer:
+    return Answer(plain["outcome"], plain["raised"], plain.get("message"))
 
 
 def diagnose_by_fingerprint(
     slug: str, exercise: str, calls: list[RecordedCall]
 ) -> Fingerprint | None:
-    """The mistake whose recorded answers to the visible checks equal the submission's."""
-    for fingerprint in load_fingerprints():
-        if fingerprint.assignment != slug or fingerprint.exercise != exercise:
-            continue
-        if len(fingerprint.answers) != len(calls):
-            continue
-        if all(
-            (answer["raised"] == call.raised)
-            if (answer["raised"] or call.raised)
-            else same(answer["outcome"], strip(call.outcome))
-            for answer, call in zip(fingerprint.answers, calls, strict=True)
-        ):
-            return fingerprint
-    return None
+    """The one mistake whose answers to the visible checks explain the submission's."""
+    prints = load_fingerprints(slug, exercise)
+    correct = prints.correct.get(f"{slug}/{exercise}", {})
+    made = [c for c in calls if c.key in correct and (c.outcome is not None or c.raised)]
+    if not made:
+        return None
+    submission = [c.answer for c in made]
+    right = [as_answer(correct[c.key]) for c in made]
+    candidates = [f for f in prints.mistakes if (f.assignment, f.exercise) == (slug, exercise)]
+
+    def explained(mistake: Fingerprint) -> bool:
+        return any(
+            explains(submission, right, [as_answer(program[c.key]) for c in made])
+            for program in mistake.programs
+        )
+
+    return single_out(candidates, submission, explained)

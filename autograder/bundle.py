@@ -158,7 +158,7 @@ def secret_lines() -> set[str]:
                 source = re.sub(pattern, "", source, flags=re.S)
             public_texts.append(source)
         secret_texts += [reference_body(slug, e.name) for e in assignment.exercises]
-    secret_texts += [m.code for m in load_mistakes()]
+    secret_texts += [code for m in load_mistakes() for code in m.programs()]
     public = {line.strip() for text in public_texts for line in text.splitlines()}
     return {
         line.strip()

@@ -14,13 +14,23 @@ import copy
 import inspect
 import json
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from attnkit.diagnosis import Mistake, load_mistakes
 from attnkit_solutions.exercises import reference_object
 
-__all__ = ["Mistake", "fill_notebook", "hostile_corpus", "load_mistakes", "released_notebook"]
+__all__ = [
+    "CorpusCase",
+    "Mistake",
+    "case_notebook",
+    "fill_notebook",
+    "hostile_corpus",
+    "load_mistakes",
+    "read_case",
+    "released_notebook",
+]
 
 STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
 
@@ -258,3 +268,78 @@ def hostile_corpus(
     put("not_utf8", raw=b"\xff\xfe\x00\x01" + json.dumps(correct).encode("utf-16"))
     put("empty", raw=b"")
     return files
+
+
+# -- the independent diagnosis corpus -----------------------------------------------------------
+#
+# tests/corpus/mistakes/*.py hold buggy (and correct) answers written apart from the
+# catalogue. Each file is plain Python: a header, then for each exercise it answers a
+# function of the exercise's name (or a class of that name with a ``forward``), whose
+# body replaces the exercise's stub. Every other exercise gets the reference answer.
+#
+#     # assignment: 03_causal_attention
+#     # expect: apply_causal_mask=mask_with_zero    (or "none", or "correct")
+#     def apply_causal_mask(scores):
+#         ...
+
+
+@dataclass(frozen=True)
+class CorpusCase:
+    """One submission of the corpus and what its diagnosis must be."""
+
+    name: str
+    slug: str
+    expect: str
+    """``exercise=mistake_id``: that mistake must be named there and nothing else anywhere;
+    ``none``: a mistake outside the catalogue, so nothing may be named; ``correct``: full
+    marks and no hint at all."""
+    answers: dict[str, str]
+
+    @property
+    def expected(self) -> tuple[str, str] | None:
+        """(exercise, mistake id) for a catalogued mistake, else None."""
+        if "=" not in self.expect:
+            return None
+        exercise, mistake = self.expect.split("=", 1)
+        return exercise.strip(), mistake.strip()
+
+
+def read_case(path: Path) -> CorpusCase:
+    """Parse one corpus file; a missing header or a stray definition is an error here."""
+    text = path.read_text(encoding="utf-8")
+    header = dict(
+        line[1:].strip().split(":", 1)
+        for line in text.splitlines()
+        if line.startswith("# ") and ":" in line[:20]
+    )
+    try:
+        slug, expect = header["assignment"].strip(), header["expect"].strip()
+    except KeyError as exc:
+        raise ValueError(f"{path}: the header needs '# {exc.args[0]}: ...'") from None
+    answers = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.ClassDef):
+            methods = [
+                n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "forward"
+            ]
+            if not methods:
+                raise ValueError(f"{path}: class {node.name} has no forward method")
+            answers[node.name] = definition_body(text, methods[0])
+        elif isinstance(node, ast.FunctionDef):
+            answers[node.name] = definition_body(text, node)
+    if not answers:
+        raise ValueError(f"{path}: answers no exercise")
+    return CorpusCase(path.stem, slug, expect, answers)
+
+
+def definition_body(text: str, function: ast.FunctionDef) -> str:
+    """The source of a function's body, dedented to column 0."""
+    lines = text.splitlines()
+    return textwrap.dedent(
+        "\n".join(lines[function.body[0].lineno - 1 : function.body[-1].end_lineno])
+    )
+
+
+def case_notebook(case: CorpusCase, assignments_dir: Path) -> dict[str, Any]:
+    """The released notebook with the case's answers, and the references everywhere else."""
+    return fill_notebook(released_notebook(case.slug, assignments_dir), case.slug, case.answers)

@@ -32,7 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from attnkit.assignments import ASSIGNMENTS
-from attnkit.diagnosis import RecordingImplementation, diagnose
+from attnkit.diagnosis import (
+    RecordingImplementation,
+    diagnose,
+    failing_helpers,
+    fix_helpers_first,
+)
 from attnkit.errors import KitError
 from attnkit.forbidden import scan_source, tampering
 from attnkit.notebook_code import Cell, NotebookError, read_cells
@@ -183,19 +188,30 @@ def score_cells(slug: str, verdicts: list[TestVerdict]) -> list[dict[str, Any]]:
 
 
 def explain_failures(slug: str, tests: list[dict[str, Any]], calls: dict[str, list]) -> None:
-    """Name the classic mistake behind each failing exercise, and failures inherited from
-    an earlier exercise the failing one calls. Passing cells are never annotated."""
+    """Name the classic mistake behind each failing exercise, in dependency order.
+
+    An exercise whose helpers (``Exercise.uses``) fail is told to fix them first and gets
+    no name: its mistakes are built on correct helpers, so they cannot explain it. Passing
+    cells are never annotated; a name is given only when the evidence singles it out
+    (see attnkit.diagnosis).
+    """
     from attnkit_solutions.exercises import reference_namespace
 
     explained = (FAILED, ERROR, FORBIDDEN)
     failing = {t["exercise"] for t in tests if t["status"] in explained}
     base = reference_namespace(slug)
-    found = {e: diagnose(slug, e, calls.get(e, []), base) for e in sorted(failing)}
-    assignment = ASSIGNMENTS[slug]
+    found: dict[str, Any] = {}
     for test in tests:
+        exercise = test["exercise"]
         if test["status"] not in explained:
             continue
-        mistake = found.get(test["exercise"])
+        helpers = failing_helpers(slug, exercise, failing)
+        if helpers:
+            test["hint"] = fix_helpers_first(exercise, helpers)
+            continue
+        if exercise not in found:
+            found[exercise] = diagnose(slug, exercise, calls.get(exercise, []), base)
+        mistake = found[exercise]
         if mistake is not None:
             test["diagnosis"] = {
                 "id": mistake.id,
@@ -203,12 +219,6 @@ def explain_failures(slug: str, tests: list[dict[str, Any]], calls: dict[str, li
                 "symptom": mistake.symptom,
             }
             test["hint"] = mistake.hint
-        upstream = sorted(set(assignment.exercise(test["exercise"]).uses) & failing)
-        if upstream and mistake is None:
-            test["hint"] = (
-                f"{test['exercise']} calls your {', '.join(upstream)}, which fails its own "
-                "tests: fix that first, and this may pass too."
-            )
 
 
 def better_of(first: list[TestVerdict], second: list[TestVerdict]) -> list[TestVerdict]:

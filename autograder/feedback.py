@@ -3,8 +3,10 @@
 ``attnkit grade ... --feedback`` writes, for every graded submission,
 ``OUT/feedback/<student>/<assignment>.html`` and ``.txt``. The HTML has the score per
 exercise, each graded cell's status, message and hint (naming the classic mistake when
-one matches), and, for the lessons whose exercises return attention weights, a heatmap
-of the student's weights beside the reference's on the opening words of The Verdict.
+one matches), and heatmaps of the attention weights that the student's own pipeline
+produces on the opening words of The Verdict, beside the reference's on the same inputs:
+lesson 3 runs the student's mask through the student's attention, lesson 4 draws one map
+per head for the wrapper and for the fused layer.
 
 The report loads nothing: styles are inline and the heatmaps are inline SVG, so it opens
 offline and in a sandboxed LMS viewer. Every piece of text that can come from a student
@@ -25,10 +27,18 @@ from attnkit.assignments import ASSIGNMENTS
 
 HEATMAP_TOKENS = 10
 HEATMAP_WIDTH = 8
-CAUSAL_HEATMAPS = {"01_numpy_attention", "03_causal_attention"}
+D_K, D_V = 4, 6  # different on purpose: scaling by the wrong width must show
+HEADS = 2
+LEAK = 1e-6
+"""A weight above this on a later token is a causal leak."""
 
 
-# -- the heatmap's inputs and calls ------------------------------------------------------------
+# -- the heatmaps' inputs and pipelines ---------------------------------------------------------
+#
+# Every map is computed from what the student's code returned for inputs chosen here,
+# through the adapters (``impl.run``), never from anything else the sandbox reports. The
+# reference runs the very same calls, so the two maps differ exactly where the student's
+# pipeline does.
 
 
 @functools.cache
@@ -47,76 +57,182 @@ def embeddings(ids: list[int], dtype: Any) -> np.ndarray:
     return np.stack(rows).astype(dtype)
 
 
-def projections(dtype: Any) -> list[np.ndarray]:
-    rng = np.random.default_rng(2024)
-    return [rng.normal(size=(HEATMAP_WIDTH, HEATMAP_WIDTH)).astype(dtype) / 2 for _ in range(3)]
+def projection(seed: int, width: int, dtype: Any, rows: int = HEATMAP_WIDTH) -> np.ndarray:
+    return (np.random.default_rng(seed).normal(size=(rows, width)) / 2).astype(dtype)
 
 
-def heatmap_call(slug: str) -> tuple[str, str, dict[str, Any], Any] | None:
-    """(exercise, adapter, kwargs, pick-the-weights) for the assignment, or None."""
+def pair_weights(result: dict[str, Any]) -> np.ndarray:
+    """The weights of an (output, weights) pair an exercise returned."""
+    out = result["out"]
+    if out.get("kind") != "sequence" or len(out["items"]) != 2 or "array" not in out["items"][1]:
+        raise ValueError("did not return a pair (output, weights)")
+    return np.asarray(out["items"][1]["array"], dtype=np.float64)
+
+
+def lesson_1(impl: Any, n: int) -> list[tuple[str, np.ndarray]]:
+    """The student's self_attention with causal=True (their mask, scaling and softmax)."""
     ids, _ = sentence()
-    if slug == "01_numpy_attention":
-        x = embeddings(ids, np.float64)
-        kwargs = {
-            "name": "self_attention",
-            "args": [x, *projections(np.float64)],
-            "kwargs": {"causal": True},
-            "framework": "numpy",
+    x = embeddings(ids, np.float64)
+    weights = [projection(1, D_K, np.float64), projection(2, D_K, np.float64)]
+    kwargs = {"args": [x, *weights, projection(3, D_V, np.float64)], "kwargs": {"causal": True}}
+    result = impl.run("call_function", name="self_attention", framework="numpy", **kwargs)
+    return [("self_attention(..., causal=True)", pair_weights(result))]
+
+
+def lesson_2(impl: Any, n: int) -> list[tuple[str, np.ndarray]]:
+    ids, _ = sentence()
+    result = impl.run(
+        "call_function",
+        name="simple_attention_matrix",
+        args=[embeddings(ids, np.float32) / 2],  # smaller inputs: a map that is not one-hot
+        kwargs={},
+        framework="torch",
+    )
+    return [("simple_attention_matrix", pair_weights(result))]
+
+
+def lesson_3(impl: Any, n: int) -> list[tuple[str, np.ndarray]]:
+    """The student's causal_mask fed to the student's ScaledDotProductAttention."""
+    ids, _ = sentence()
+    mask = impl.run("call_function", name="causal_mask", args=[n], kwargs={}, framework="torch")
+    if "array" not in mask["out"]:
+        raise ValueError("causal_mask did not return a tensor")
+    x = embeddings(ids, np.float32)
+    q, k = x @ projection(1, D_K, np.float32), x @ projection(2, D_K, np.float32)
+    v = x @ projection(3, D_V, np.float32)
+    result = impl.run(
+        "run_module",
+        name="ScaledDotProductAttention",
+        init_args=[],
+        inputs=[q[None, None], k[None, None], v[None, None], mask["out"]["array"]],
+    )
+    weights = pair_weights(result)
+    return [("causal_mask + ScaledDotProductAttention", weights.reshape(weights.shape[-2:]))]
+
+
+def lesson_4(impl: Any, n: int) -> list[tuple[str, np.ndarray]]:
+    """Each head's weights, read off the output of the wrapper and of the fused layer.
+
+    The input is each token's position as a one-hot vector followed by its embedding.
+    Queries and keys come from the embedding; every head's values are the position
+    one-hot, and out_proj is the identity, so output row i of head h is row i of that
+    head's attention weights: the weights come out of the student's own forward pass.
+    """
+    ids, _ = sentence()
+    x = np.concatenate([np.eye(n, dtype=np.float32), embeddings(ids, np.float32)], axis=1)
+    d_in = x.shape[1]
+
+    def head(h: int) -> dict[str, np.ndarray]:
+        features = np.zeros((n, n), dtype=np.float32)
+        return {
+            "W_query.weight": np.hstack([features, projection(10 + h, n, np.float32).T]),
+            "W_key.weight": np.hstack([features, projection(20 + h, n, np.float32).T]),
+            "W_value.weight": np.hstack(
+                [np.eye(n, dtype=np.float32), np.zeros((n, d_in - n), np.float32)]
+            ),
         }
-        return "self_attention", "call_function", kwargs, lambda a: a
-    if slug == "02_self_attention":
-        kwargs = {
-            "name": "simple_attention_matrix",
-            "args": [embeddings(ids, np.float32)],
-            "kwargs": {},
-            "framework": "torch",
-        }
-        return "simple_attention_matrix", "call_function", kwargs, lambda a: a
-    if slug == "03_causal_attention":
-        x = embeddings(ids, np.float32)
-        q, k, v = (x @ w for w in projections(np.float32))
-        mask = np.triu(np.ones((len(ids), len(ids)), dtype=bool), k=1)
-        kwargs = {
-            "name": "ScaledDotProductAttention",
-            "init_args": [],
-            "inputs": [q[None, None], k[None, None], v[None, None], mask],
-        }
-        return "ScaledDotProductAttention", "run_module", kwargs, lambda a: a[0, 0]
-    return None  # lesson 4: no exercise returns its weights
+
+    heads = [head(h) for h in range(HEADS)]
+    wrapper_state = {f"heads.{h}.{name}": w for h in range(HEADS) for name, w in heads[h].items()}
+    fused_state = {name: np.vstack([heads[h][name] for h in range(HEADS)]) for name in heads[0]} | {
+        "out_proj.weight": np.eye(HEADS * n, dtype=np.float32),
+        "out_proj.bias": np.zeros(HEADS * n, dtype=np.float32),
+    }
+    maps = []
+    for name, init, state in (
+        ("MultiHeadAttentionWrapper", [d_in, n, n, 0.0, HEADS], wrapper_state),
+        ("MultiHeadAttention", [d_in, HEADS * n, n, 0.0, HEADS], fused_state),
+    ):
+        out = impl.run("run_module", name=name, init_args=init, inputs=[x[None]], state=state)
+        array = np.asarray(out["out"].get("array"), dtype=np.float64)
+        if array.shape != (1, n, HEADS * n):
+            raise ValueError(
+                f"{name} returned shape {list(array.shape)}, expected [1, {n}, {HEADS * n}]"
+            )
+        maps += [(f"{name}, head {h}", array[0, :, h * n : (h + 1) * n]) for h in range(HEADS)]
+    return maps
+
+
+PIPELINES = {
+    "01_numpy_attention": (lesson_1, True),
+    "02_self_attention": (lesson_2, False),
+    "03_causal_attention": (lesson_3, True),
+    "04_multihead_attention": (lesson_4, True),
+}
+"""Per lesson: the pipeline that draws its maps, and whether its attention is causal."""
+
+
+def findings(weights: np.ndarray, reference: np.ndarray, causal: bool) -> list[str]:
+    """What anyone can read off the map, spelled out: NaN, rows that do not sum to 1,
+    (for causal attention) weight on later tokens, and where it differs from the
+    reference's map. Facts about the values only, so a wrong pipeline never passes as right."""
+    found = []
+    with np.errstate(invalid="ignore"):
+        gap = np.nan_to_num(np.abs(weights - reference), nan=np.inf)
+    if gap.max() > 1e-4:
+        i, j = np.unravel_index(np.argmax(gap), gap.shape)
+        found.append(
+            f"differs from the reference map by up to {gap[i, j]:.3g} "
+            f"(query {i}, key {j}: {weights[i, j]:.3g} instead of {reference[i, j]:.3g})"
+        )
+    if not np.isfinite(weights).all():
+        found.append(f"{int((~np.isfinite(weights)).sum())} weight(s) are NaN or infinite")
+    sums = weights.sum(axis=-1)
+    if np.isfinite(sums).all() and not np.allclose(sums, 1.0, atol=1e-3):
+        found.append(f"rows sum to between {sums.min():.3g} and {sums.max():.3g}, not 1")
+    if causal:
+        future = np.triu(np.nan_to_num(np.abs(weights), nan=1.0), k=1)
+        if future.max() > LEAK:
+            i, j = np.unravel_index(np.argmax(future), future.shape)
+            found.append(
+                f"causal leak: {int((future > LEAK).sum())} weight(s) on later tokens, "
+                f"the largest {future[i, j]:.3g} (query {i} looking at key {j})"
+            )
+    return found
 
 
 def collect_heatmap(slug: str, submission: Any, reference: Any) -> dict[str, Any] | None:
-    """The student's and the reference's weights on the sentence (or why there are none)."""
-    spec = heatmap_call(slug)
-    if spec is None:
+    """The student's and the reference's attention maps on the same inputs (or why not)."""
+    if slug not in PIPELINES:
         return None
-    exercise, adapter, kwargs, pick = spec
+    pipeline, causal = PIPELINES[slug]
     _, labels = sentence()
-    heatmap: dict[str, Any] = {
-        "exercise": exercise,
-        "tokens": labels,
-        "causal": slug in CAUSAL_HEATMAPS,
-    }
+    answers: dict[str, list[tuple[str, np.ndarray]] | str] = {}
     for who, impl in (("reference", reference), ("student", submission)):
         try:
-            out = impl.run(adapter, **kwargs)["out"]
-            weights = pick(np.asarray(out["items"][1]["array"], dtype=np.float64))
-            if weights.shape != (len(labels), len(labels)):
-                raise ValueError(f"weights of shape {list(weights.shape)}")
-            heatmap[who] = weights.tolist()
+            maps = pipeline(impl, len(labels))
+            for title, weights in maps:
+                if weights.shape != (len(labels), len(labels)):
+                    raise ValueError(f"{title}: weights of shape {list(weights.shape)}")
+            answers[who] = maps
         except Exception as exc:  # the student's code may fail in any way: say so instead
-            heatmap[who] = None
-            heatmap[f"{who}_error"] = f"{type(exc).__name__}: {exc}"[:200]
-    return heatmap
+            answers[who] = f"{getattr(exc, 'type_name', type(exc).__name__)}: {exc}"[:200]
+    reference_maps = answers["reference"]
+    if isinstance(reference_maps, str):
+        raise RuntimeError(f"the reference pipeline failed: {reference_maps}")
+    student = answers["student"]
+    maps = []
+    for index, (title, expected) in enumerate(reference_maps):
+        entry: dict[str, Any] = {"title": title, "reference": expected.tolist()}
+        if isinstance(student, str):
+            entry |= {"student": None, "student_error": student, "findings": []}
+        else:
+            weights = student[index][1]
+            entry |= {
+                "student": weights.tolist(),
+                "findings": findings(weights, expected, causal),
+            }
+        maps.append(entry)
+    return {"tokens": labels, "causal": causal, "maps": maps}
 
 
 # -- rendering --------------------------------------------------------------------------------
 
 
 def colour(value: float) -> str:
-    """A dark-blue to yellow ramp for weights in [0, 1]; grey for anything not finite."""
+    """A dark-blue to yellow ramp for weights in [0, 1]; red for anything not finite."""
     if not np.isfinite(value):
-        return "#999999"
+        return "#d62728"
     t = float(min(max(value, 0.0), 1.0)) ** 0.5  # sqrt: small weights stay visible
     low, high = np.array([38, 16, 92]), np.array([253, 231, 37])
     r, g, b = (low + (high - low) * t).astype(int)
@@ -124,7 +240,11 @@ def colour(value: float) -> str:
 
 
 def svg_heatmap(weights: list[list[float]], tokens: list[str], title: str, causal: bool) -> str:
-    """An inline SVG grid: row i is query i, column j key j, colour the weight."""
+    """An inline SVG grid: row i is query i, column j key j, colour the weight.
+
+    A weight of exactly 0 (a masked cell) is drawn empty, so colour always means the
+    token received attention, and colour above a causal map's dashed diagonal is a leak.
+    """
     cell, left, top = 26, 92, 84  # room for the row labels and the slanted column labels
     n = len(tokens)
     width, height = left + n * cell + 10, top + n * cell + 10
@@ -135,11 +255,11 @@ def svg_heatmap(weights: list[list[float]], tokens: list[str], title: str, causa
     ]
     for i, row in enumerate(weights):
         for j, value in enumerate(row):
+            label = f"{html.escape(tokens[i])} → {html.escape(tokens[j])}: {value:.3f}"
+            style = 'fill="#ffffff" stroke="#dddddd"' if value == 0 else f'fill="{colour(value)}"'
             parts.append(
                 f'<rect x="{left + j * cell}" y="{top + i * cell}" width="{cell - 1}" '
-                f'height="{cell - 1}" fill="{colour(value)}"><title>'
-                f"{html.escape(tokens[i])} → {html.escape(tokens[j])}: {value:.3f}"
-                "</title></rect>"
+                f'height="{cell - 1}" {style}><title>{label}</title></rect>'
             )
     for k, token in enumerate(tokens):
         label = html.escape(token.strip() or "␣")
@@ -156,9 +276,33 @@ def svg_heatmap(weights: list[list[float]], tokens: list[str], title: str, causa
         end = n * cell
         parts.append(
             f'<line x1="{left}" y1="{top}" x2="{left + end}" y2="{top + end}" '
-            'stroke="#ffffff" stroke-dasharray="4 3" stroke-width="1"/>'
+            'stroke="#888888" stroke-dasharray="4 3" stroke-width="1"/>'
         )
     parts.append("</svg>")
+    return "".join(parts)
+
+
+def svg_colour_bar(steps: int = 20) -> str:
+    """The colour scale, from weight 0 (empty) to 1, drawn with plain rectangles."""
+    size, left = 16, 10
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + (steps + 2) * size + 40}" '
+        'height="48" role="img" aria-label="colour scale">',
+        f'<rect x="{left}" y="6" width="{size - 1}" height="{size}" fill="#ffffff" '
+        'stroke="#dddddd"><title>exactly 0 (masked)</title></rect>',
+    ]
+    for step in range(1, steps + 1):
+        value = step / steps
+        parts.append(
+            f'<rect x="{left + step * size}" y="6" width="{size}" height="{size}" '
+            f'fill="{colour(value)}"><title>{value:.2f}</title></rect>'
+        )
+    end = left + (steps + 1) * size
+    parts += [
+        f'<text x="{left}" y="40" class="l">0 (empty: masked)</text>',
+        f'<text x="{end}" y="40" class="l" text-anchor="end">1</text>',
+        "</svg>",
+    ]
     return "".join(parts)
 
 
@@ -220,38 +364,49 @@ def render_html(record: dict[str, Any]) -> str:
         *rows,
         "</table>",
     ]
-    heatmap = record.get("heatmap")
-    if heatmap:
-        parts.append(
-            f"<h2>Attention weights of {e(heatmap['exercise'])} on the opening of "
-            "<i>The Verdict</i></h2>"
-        )
-        if heatmap.get("causal"):
-            parts.append(
-                '<p class="note">Rows are queries, columns keys. In causal attention '
-                "everything above the dashed diagonal must be dark: colour there is a "
-                "token looking at its future.</p>"
-            )
-        maps = []
-        for who, label in (("student", "Your weights"), ("reference", "Reference weights")):
-            if heatmap.get(who) is not None:
-                maps.append(
-                    svg_heatmap(
-                        heatmap[who], heatmap["tokens"], label, heatmap.get("causal", False)
-                    )
-                )
-            else:
-                maps.append(
-                    f'<p class="note">{label}: not available '
-                    f"({e(heatmap.get(f'{who}_error', ''))})</p>"
-                )
-        parts.append(f'<div class="maps">{"".join(maps)}</div>')
+    parts += render_heatmaps(record.get("heatmap"))
     if record.get("notes"):
         parts.append("<h2>Notes on your notebook</h2><ul>")
         parts += [f'<li class="note">{e(n)}</li>' for n in record["notes"][:20]]
         parts.append("</ul>")
     parts.append('<p class="note">Generated by attention-kit.</p></body></html>')
     return "\n".join(parts)
+
+
+def render_heatmaps(heatmap: dict[str, Any] | None) -> list[str]:
+    """The maps, the student's beside the reference's, with what they show spelled out."""
+    if not heatmap or "maps" not in heatmap:
+        return []
+    e = html.escape
+    parts = [
+        "<h2>Attention weights of your code on the opening of <i>The Verdict</i></h2>",
+        '<p class="note">Rows are queries, columns keys; each row should sum to 1. An empty '
+        "cell is a weight of exactly 0 (masked).</p>",
+    ]
+    if heatmap.get("causal"):
+        parts.append(
+            '<p class="note">In causal attention every cell above the dashed diagonal must be '
+            "empty: colour there is a token looking at its future.</p>"
+        )
+    parts.append(svg_colour_bar())
+    for entry in heatmap["maps"]:
+        maps = []
+        if entry.get("student") is not None:
+            title = f"Your weights: {entry['title']}"
+            maps.append(svg_heatmap(entry["student"], heatmap["tokens"], title, heatmap["causal"]))
+        else:
+            maps.append(
+                f'<p class="note">Your weights for {e(entry["title"])}: not available '
+                f"({e(entry.get('student_error', ''))})</p>"
+            )
+        title = f"Reference weights: {entry['title']}"
+        maps.append(svg_heatmap(entry["reference"], heatmap["tokens"], title, heatmap["causal"]))
+        parts.append(f'<div class="maps">{"".join(maps)}</div>')
+        if entry.get("findings"):
+            parts.append('<ul class="findings">')
+            parts += [f'<li class="failed">{e(f)}</li>' for f in entry["findings"]]
+            parts.append("</ul>")
+    return parts
 
 
 def render_text(record: dict[str, Any]) -> str:

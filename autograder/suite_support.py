@@ -6,6 +6,7 @@ import functools
 from typing import Any
 
 import numpy as np
+import pytest
 
 from attnkit.compare import CheckFailed, expect_array, expect_kind, expect_unchanged, pair, part
 
@@ -155,3 +156,13 @@ def expect_causal(
         base["array"][:, :changed_from],
         what=f"outputs of tokens 0-{changed_from - 1} after changing tokens {changed_from}-{last}",
     )
+
+
+def contract(exercise: str, *clauses: str) -> pytest.MarkDecorator:
+    """Declare which clauses of ``exercise``'s released docstring a hidden test enforces.
+
+    Every hidden test carries one: a kit test (tests/test_contracts.py) checks that each
+    clause appears, word for word, in the exercise's docstring in the student notebook,
+    so a student is never graded on a property the contract does not state.
+    """
+    return pytest.mark.contract(exercise, *clauses)

@@ -78,7 +78,9 @@ def test_buggy_report_names_the_mistake_escapes_text_and_hides_tests(reports) ->
         line = line.strip()
         if len(line) > 30 and not line.startswith(("#", '"""', "from ", "import ")):
             assert line not in page, f"hidden test source leaked: {line}"
-    assert page.count("<svg") == 2  # the student's weights beside the reference's
+    # The colour scale and the reference's map; the student's pipeline failed in their own
+    # causal_mask, so their map is replaced by the reason, escaped.
+    assert page.count("<svg") == 2 and "Your weights for" in page and "not available" in page
     text = reports["buggy"].with_suffix(".txt").read_text()
     assert MISTAKE.title in text and text.startswith("Causal attention: ")
 
@@ -86,7 +88,7 @@ def test_buggy_report_names_the_mistake_escapes_text_and_hides_tests(reports) ->
 def test_correct_and_broken_reports(reports) -> None:
     correct = reports["correct"].with_suffix(".html").read_text()
     assert "Score: <b>12</b> of 12" in correct and "classic mistake" not in correct
-    assert correct.count("<svg") == 2
+    assert correct.count("<svg") == 3  # the colour scale, the student's map, the reference's
     broken = reports["broken"].with_suffix(".html").read_text()
     assert "could not be graded" in broken and "not valid notebook JSON" in broken
     assert "<svg" not in broken

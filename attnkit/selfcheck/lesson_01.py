@@ -113,3 +113,11 @@ def one_hot_lookup(probe: Probe) -> None:
     E = RNG.normal(size=(7, 3))
     ids = np.array([[4, 0, 6], [1, 1, 2]])
     expect_array(probe.call(ids, E)["out"], E[ids], kind="ndarray")
+
+
+@visible(SLUG, "softmax", "a row that is all -inf (fully masked) becomes all zeros, not NaN")
+def softmax_fully_masked(probe: Probe) -> None:
+    x = np.array([[0.5, -1.0, 2.0], [-np.inf, -np.inf, -np.inf], [1.0, -np.inf, 0.0]])
+    expected = torch_softmax(x, -1)
+    expected[1] = 0.0  # the kit's policy: a query that may see nothing gets zero weight
+    expect_array(probe.call(x)["out"], expected, kind="ndarray", what="softmax of masked rows")

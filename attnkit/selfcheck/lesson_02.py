@@ -122,3 +122,39 @@ def v2_bias(probe: Probe) -> None:
     )
     expected = torch.softmax(q @ k.transpose(-2, -1) / 2**0.5, dim=-1) @ v
     expect_array(result["out"], expected.numpy(), kind="tensor")
+
+
+@visible(SLUG, "softmax", "a row that is all -inf (fully masked) becomes all zeros, not NaN")
+def softmax_fully_masked(probe: Probe) -> None:
+    x = np.array([[0.5, -1.0, 2.0], [-np.inf, -np.inf, -np.inf]], dtype=np.float32)
+    expected = torch_softmax(x, -1)
+    expected[1] = 0.0  # the kit's policy: a query that may see nothing gets zero weight
+    expect_array(
+        probe.call(x, dim=-1)["out"], expected, kind="tensor", what="softmax of masked rows"
+    )
+
+
+@visible(SLUG, "SelfAttention_v1", "a second d_out: scores scaled by sqrt(d_out = 5)")
+def v1_second_d_out(probe: Probe) -> None:
+    RNG = np.random.default_rng(3907)  # fixed inputs: fingerprints depend on them
+    x = RNG.normal(size=(2, 4, 3)).astype(np.float32)
+    result = probe.module([3, 5], [x], seed=5)
+    params = {n: torch.from_numpy(a) for n, a in result["params"].items()}
+    for projection in ("W_query", "W_key", "W_value"):
+        if params.get(projection) is None or tuple(params[projection].shape) != (3, 5):
+            raise CheckFailed(f"SelfAttention_v1(3, 5) should have a [3, 5] parameter {projection}")
+    tx = torch.from_numpy(x)
+    q, k, v = (tx @ params[n] for n in ("W_query", "W_key", "W_value"))
+    expected = torch.softmax(q @ k.transpose(-2, -1) / 5**0.5, dim=-1) @ v
+    expect_array(result["out"], expected.numpy(), kind="tensor", what="SelfAttention_v1(3, 5)")
+
+
+@visible(SLUG, "copy_v2_weights_into_v1", "refuses a v2 with biases: raises ValueError")
+def transfer_refuses_bias(probe: Probe) -> None:
+    raised = probe.transfer(3, 2, qkv_bias=True)["raised"]
+    if raised != "ValueError":
+        what = "did not raise" if raised is None else f"raised {raised}"
+        raise CheckFailed(
+            f"copying a v2 built with qkv_bias=True {what}; it should raise ValueError",
+            "v1 has no bias to receive v2's: refuse with raise ValueError(...).",
+        )

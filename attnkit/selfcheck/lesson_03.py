@@ -80,3 +80,41 @@ def causal_no_leak(probe: Probe) -> None:
         base["array"][:, :3],
         what="outputs of tokens 0-2 after changing tokens 3-4",
     )
+
+
+@visible(SLUG, "ScaledDotProductAttention", "a fully masked query gets zero weights and output")
+def sdpa_fully_masked(probe: Probe) -> None:
+    RNG = np.random.default_rng(4420)  # fixed inputs: fingerprints depend on them
+    q = RNG.normal(size=(1, 2, 3, 4)).astype(np.float32)
+    k = RNG.normal(size=(1, 2, 4, 4)).astype(np.float32)
+    v = RNG.normal(size=(1, 2, 4, 6)).astype(np.float32)
+    blocked = np.zeros((3, 4), dtype=bool)
+    blocked[1] = True  # query 1 may see no key
+    blocked[2, 3] = True
+    output, weights = pair(probe.module([], [q, k, v, blocked])["out"], "ScaledDotProductAttention")
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    scores = (tq @ tk.transpose(-2, -1) / 2.0).masked_fill(torch.from_numpy(blocked), -torch.inf)
+    expected = torch.nan_to_num(torch.softmax(scores, -1), nan=0.0)  # the kit's policy: zeros
+    expect_array(weights, expected.numpy(), kind="tensor", what="the weights")
+    expect_array(output, (expected @ tv).numpy(), kind="tensor", what="the output")
+
+
+@visible(
+    SLUG,
+    "ScaledDotProductAttention",
+    "dropout acts on the weights in training (rows no longer sum to 1), not in eval",
+)
+def sdpa_dropout(probe: Probe) -> None:
+    RNG = np.random.default_rng(5127)  # fixed inputs: fingerprints depend on them
+    q, k = (RNG.normal(size=(1, 2, 4, 4)).astype(np.float32) for _ in range(2))
+    v = RNG.normal(size=(1, 2, 4, 3)).astype(np.float32)
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+    weights = torch.softmax(tq @ tk.transpose(-2, -1) / 2.0, -1)
+    _, evaluated = pair(probe.module([0.5], [q, k, v], train=False)["out"], "eval mode")
+    expect_array(evaluated, weights.numpy(), kind="tensor", what="the weights in eval mode")
+    torch.manual_seed(11)
+    dropped = torch.nn.Dropout(0.5)(weights)  # what nn.Dropout does to the weights
+    trained = probe.module([0.5], [q, k, v], train=True, forward_seed=11)["out"]
+    output, weights_out = pair(trained, "training mode")
+    expect_array(weights_out, dropped.numpy(), kind="tensor", what="the weights in training mode")
+    expect_array(output, (dropped @ tv).numpy(), kind="tensor", what="the output in training mode")

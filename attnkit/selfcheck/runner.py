@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from ..adapters import MissingDefinition
 from ..assignments import ASSIGNMENTS
 from ..compare import CheckFailed
-from ..diagnosis import RecordingImplementation, diagnose_by_fingerprint
+from ..diagnosis import RecordingImplementation, diagnose_by_fingerprint, fix_helpers_first
 from ..implementation import Implementation
 from ..probe import Probe
 from .registry import REGISTRY, VisibleCheck
@@ -102,10 +102,30 @@ def describe_error(exc: BaseException) -> tuple[str, str | None]:
 def run_exercise(
     impl: Implementation, slug: str, exercise_name: str, timeout_s: float | None = 10.0
 ) -> list[CheckResult]:
-    """Run every visible check of one exercise, and name the classic mistake if one matches."""
+    """Run every visible check of one exercise, and name the classic mistake if one matches.
+
+    When the exercise fails and a helper it calls fails its own checks too, the first
+    failure says to fix the helper first, and no mistake is named: the catalogue's
+    mistakes are built on correct helpers, so they cannot explain this exercise.
+    """
     recorder = RecordingImplementation(impl)
     results = check_exercise(recorder, slug, exercise_name, timeout_s)
+    if not failing_indices(results):
+        return results
+    helpers = [
+        helper
+        for helper in ASSIGNMENTS[slug].exercise(exercise_name).uses
+        if any(r.status != PASSED for r in check_exercise(impl, slug, helper, timeout_s))
+    ]
+    if helpers:
+        first = failing_indices(results)[0]
+        results[first] = replace(results[first], hint=fix_helpers_first(exercise_name, helpers))
+        return results
     return with_diagnosis(results, slug, exercise_name, recorder)
+
+
+def failing_indices(results: list[CheckResult]) -> list[int]:
+    return [i for i, r in enumerate(results) if r.status in (FAILED, FORBIDDEN, ERROR, TIMEOUT)]
 
 
 def check_exercise(
@@ -162,7 +182,7 @@ def with_diagnosis(
     recorder: RecordingImplementation,
 ) -> list[CheckResult]:
     """Attach the matching classic mistake to the first failing check, if there is one."""
-    failing = [i for i, r in enumerate(results) if r.status in (FAILED, FORBIDDEN, ERROR)]
+    failing = failing_indices(results)
     if not failing:
         return results
     mistake = diagnose_by_fingerprint(slug, exercise_name, recorder.calls.get(exercise_name, []))

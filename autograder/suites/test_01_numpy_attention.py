@@ -12,7 +12,7 @@ import pytest
 
 from attnkit.compare import CheckFailed, expect_array, expect_shape, expect_unchanged, pair
 from attnkit_autograder.harness import grade
-from attnkit_autograder.suite_support import randn, same_call, verdict_embeddings
+from attnkit_autograder.suite_support import contract, randn, same_call, verdict_embeddings
 
 NP = {"kind": "ndarray"}
 
@@ -21,6 +21,9 @@ NP = {"kind": "ndarray"}
 
 
 @grade("test_softmax_values")
+@contract(
+    "softmax", "a NumPy array of the same shape and dtype as x", "sum to 1", "(it is not modified)"
+)
 @pytest.mark.parametrize(
     ("shape", "axis"), [((5,), -1), ((3, 7), -1), ((3, 7), 0), ((2, 3, 4), 1), ((4, 1, 5), -2)]
 )
@@ -30,6 +33,7 @@ def test_softmax_matches_reference(submission, reference, shape, axis) -> None:
 
 
 @grade("test_softmax_values")
+@contract("softmax", "sum to 1", "softmax(x + c) equals softmax(x)")
 def test_softmax_rows_sum_to_one_and_shift_invariance(submission) -> None:
     x = randn(6, 9, seed=1, dtype=np.float64)
     probe = submission.probe("softmax")
@@ -40,12 +44,14 @@ def test_softmax_rows_sum_to_one_and_shift_invariance(submission) -> None:
 
 
 @grade("test_softmax_values")
+@contract("softmax", "same shape and dtype as x (float32 stays float32)")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_softmax_keeps_dtype(submission, reference, dtype) -> None:
     same_call(submission, reference, "softmax", randn(3, 4, seed=2, dtype=dtype), **NP)
 
 
 @grade("test_softmax_stability")
+@contract("softmax", "Finite even for values around +-1000")
 def test_softmax_huge_logits(submission, reference) -> None:
     x = np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -999.0], [1000.0, -1000.0, 0.0]])
     same_call(submission, reference, "softmax", x, **NP)
@@ -53,6 +59,7 @@ def test_softmax_huge_logits(submission, reference) -> None:
 
 
 @grade("test_softmax_stability")
+@contract("softmax", "all -inf becomes all zeros")
 def test_softmax_fully_masked_rows_are_zero(submission, reference) -> None:
     x = np.array([[-np.inf, -np.inf, -np.inf], [0.5, -np.inf, 1.5], [2.0, 1.0, 0.0]])
     same_call(submission, reference, "softmax", x, **NP)
@@ -62,6 +69,11 @@ def test_softmax_fully_masked_rows_are_zero(submission, reference) -> None:
 
 
 @grade("test_scale_scores")
+@contract(
+    "scale_scores",
+    "a new NumPy array of the same shape and dtype, scores / sqrt(d_k)",
+    "scores is not modified",
+)
 @pytest.mark.parametrize("d_k", [1, 3, 64, 100])
 def test_scale_scores_matches_reference(submission, reference, d_k) -> None:
     # 5 columns whatever d_k is: the divisor must come from d_k, not from the shape.
@@ -70,6 +82,12 @@ def test_scale_scores_matches_reference(submission, reference, d_k) -> None:
 
 
 @grade("test_attention_scores")
+@contract(
+    "attention_scores",
+    "a NumPy array [..., T_q, T_k] of the same dtype as Q and K",
+    "Q and K are not modified",
+    "the same leading (batch) axes",
+)
 @pytest.mark.parametrize(
     ("q_shape", "k_shape"),
     [((3, 4), (5, 4)), ((2, 3, 4), (2, 5, 4)), ((2, 3, 6, 4), (2, 3, 5, 4)), ((1, 1), (7, 1))],
@@ -81,6 +99,11 @@ def test_attention_scores_matches_reference(submission, reference, q_shape, k_sh
 
 
 @grade("test_causal_mask")
+@contract(
+    "causal_mask",
+    "a bool array of shape [num_tokens, num_tokens]",
+    "True strictly above the diagonal",
+)
 @pytest.mark.parametrize("num_tokens", [1, 2, 5, 9])
 def test_causal_mask_matches_reference(submission, reference, num_tokens) -> None:
     same_call(submission, reference, "causal_mask", num_tokens, **NP)
@@ -98,6 +121,12 @@ def projections(d_in: int, d_k: int, d_v: int, seed: int) -> list[np.ndarray]:
 
 
 @grade("test_self_attention")
+@contract(
+    "self_attention",
+    "(context [..., T, d_v], weights [..., T, T]), NumPy arrays of the dtype of X",
+    "scores are scaled by sqrt(d_k)",
+    "X and the weight matrices are not modified",
+)
 @pytest.mark.parametrize(("x_shape", "d_k", "d_v"), [((7, 4), 3, 5), ((2, 5, 3), 4, 6)])
 def test_self_attention_matches_reference(submission, reference, x_shape, d_k, d_v) -> None:
     X = randn(*x_shape, seed=3, dtype=np.float64)
@@ -106,6 +135,11 @@ def test_self_attention_matches_reference(submission, reference, x_shape, d_k, d
 
 
 @grade("test_self_attention")
+@contract(
+    "self_attention",
+    "X: [..., T, d_in]",
+    "(context [..., T, d_v], weights [..., T, T]), NumPy arrays of the dtype of X",
+)
 def test_self_attention_on_verdict_batch(submission, reference) -> None:
     X = verdict_embeddings().astype(np.float64)  # [8, 6, 16] from the dataloader
     W = projections(16, 8, 12, seed=5)
@@ -113,6 +147,11 @@ def test_self_attention_on_verdict_batch(submission, reference) -> None:
 
 
 @grade("test_self_attention")
+@contract(
+    "self_attention",
+    "Permuting the tokens of X permutes the context the same way",
+    "each weight row sums to 1",
+)
 def test_self_attention_is_permutation_equivariant(submission) -> None:
     X = randn(6, 4, seed=6, dtype=np.float64)
     W = projections(4, 3, 3, seed=7)
@@ -134,6 +173,7 @@ def test_self_attention_is_permutation_equivariant(submission) -> None:
 
 
 @grade("test_self_attention_causal")
+@contract("self_attention", "causal: if True, query i only sees keys 0..i")
 @pytest.mark.parametrize("source", ["random", "verdict"])
 def test_causal_self_attention_matches_reference(submission, reference, source) -> None:
     X = (
@@ -146,6 +186,7 @@ def test_causal_self_attention_matches_reference(submission, reference, source) 
 
 
 @grade("test_self_attention_causal")
+@contract("self_attention", "query i only sees keys 0..i (its weights on later keys are 0)")
 def test_causal_self_attention_ignores_the_future(submission) -> None:
     X = randn(6, 4, seed=10, dtype=np.float64)
     W = projections(4, 3, 3, seed=11)
@@ -168,6 +209,12 @@ def test_causal_self_attention_ignores_the_future(submission) -> None:
 
 
 @grade("test_embed_one_hot")
+@contract(
+    "embed_one_hot",
+    "a NumPy array [..., d] with the dtype of E",
+    "equal to E[token_ids]",
+    "(it is not modified)",
+)
 @pytest.mark.parametrize("ids_shape", [(5,), (2, 3)])
 def test_embed_one_hot_matches_lookup(submission, reference, ids_shape) -> None:
     ids = np.random.default_rng(12).integers(0, 11, size=ids_shape)

@@ -8,7 +8,13 @@ import pytest
 from attnkit.book import BOOK_INPUTS
 from attnkit.compare import CheckFailed, expect_array, expect_shape
 from attnkit_autograder.harness import grade
-from attnkit_autograder.suite_support import randn, same_call, same_module, verdict_embeddings
+from attnkit_autograder.suite_support import (
+    contract,
+    randn,
+    same_call,
+    same_module,
+    verdict_embeddings,
+)
 
 T = {"kind": "tensor"}
 
@@ -17,6 +23,9 @@ T = {"kind": "tensor"}
 
 
 @grade("test_softmax_values")
+@contract(
+    "softmax", "a tensor of the same shape, dtype and device", "sum to 1", "not modified in place"
+)
 @pytest.mark.parametrize(("shape", "dim"), [((7,), 0), ((3, 5), -1), ((3, 5), 0), ((2, 3, 4), 1)])
 def test_softmax_matches_reference(submission, reference, shape, dim) -> None:
     x = randn(*shape, seed=sum(shape) + dim, scale=3.0)
@@ -24,6 +33,7 @@ def test_softmax_matches_reference(submission, reference, shape, dim) -> None:
 
 
 @grade("test_softmax_values")
+@contract("softmax", "same shape, dtype and device", "sum to 1")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_softmax_keeps_dtype_and_sums_to_one(submission, reference, dtype) -> None:
     got, _ = same_call(
@@ -34,6 +44,7 @@ def test_softmax_keeps_dtype_and_sums_to_one(submission, reference, dtype) -> No
 
 
 @grade("test_softmax_stability")
+@contract("softmax", "finite for values around +-1000", "all -inf becomes all zeros")
 def test_softmax_huge_logits_and_masked_rows(submission, reference) -> None:
     x = np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -999.0]], dtype=np.float32)
     same_call(submission, reference, "softmax", x, dim=-1, **T)
@@ -45,6 +56,12 @@ def test_softmax_huge_logits_and_masked_rows(submission, reference) -> None:
 
 
 @grade("test_simple_attention_loop")
+@contract(
+    "simple_attention_loop",
+    "(context [T, d], weights [T, T]), tensors of the dtype of inputs",
+    "softmax over j of the dot product inputs[i] . inputs[j]",
+    "inputs: [T, d] (not modified)",
+)
 @pytest.mark.parametrize("source", ["book", "random"])
 def test_loop_matches_reference(submission, reference, source) -> None:
     x = BOOK_INPUTS if source == "book" else randn(5, 4, seed=4)
@@ -52,6 +69,12 @@ def test_loop_matches_reference(submission, reference, source) -> None:
 
 
 @grade("test_simple_attention_matrix")
+@contract(
+    "simple_attention_matrix",
+    "(context [..., T, d], weights [..., T, T]), tensors of the dtype of inputs",
+    "the same values as the loop version",
+    "inputs: [..., T, d] (not modified)",
+)
 @pytest.mark.parametrize("shape", [(6, 3), (5, 4), (3, 5, 4)])
 def test_matrix_matches_reference(submission, reference, shape) -> None:
     x = BOOK_INPUTS if shape == (6, 3) else randn(*shape, seed=len(shape))
@@ -62,6 +85,12 @@ def test_matrix_matches_reference(submission, reference, shape) -> None:
 
 
 @grade("test_v1_forward")
+@contract(
+    "SelfAttention_v1",
+    "context vectors [..., T, d_out], a float32 tensor",
+    "scores scaled by sqrt(d_out)",
+    "(not modified)",
+)
 @pytest.mark.parametrize(("d_in", "d_out", "tokens"), [(3, 2, 6), (5, 3, 4), (4, 7, 2)])
 def test_v1_matches_reference(submission, reference, d_in, d_out, tokens) -> None:
     x = randn(tokens, d_in, seed=d_in * d_out)
@@ -69,6 +98,7 @@ def test_v1_matches_reference(submission, reference, d_in, d_out, tokens) -> Non
 
 
 @grade("test_v1_forward")
+@contract("SelfAttention_v1", "Parameters are created in the order W_query, W_key, W_value")
 def test_v1_book_seed(submission, reference) -> None:
     # Parameters created in the documented order: the seed alone must reproduce the book.
     same_module(
@@ -84,6 +114,7 @@ def test_v1_book_seed(submission, reference) -> None:
 
 
 @grade("test_v1_forward")
+@contract("SelfAttention_v1", "gradients reach W_query, W_key and W_value")
 def test_v1_gradients_reach_every_parameter(submission, reference) -> None:
     x = randn(5, 4, seed=7)
     same_module(
@@ -98,6 +129,7 @@ def test_v1_gradients_reach_every_parameter(submission, reference) -> None:
 
 
 @grade("test_v1_batched")
+@contract("SelfAttention_v1", "[batch, T, d_in]", "context vectors [..., T, d_out]")
 @pytest.mark.parametrize("source", ["random", "verdict"])
 def test_v1_batched_matches_reference(submission, reference, source) -> None:
     # batch 4, tokens 6, d_in 5, d_out 3 all differ; the verdict batch is [8, 6, 16].
@@ -108,6 +140,12 @@ def test_v1_batched_matches_reference(submission, reference, source) -> None:
 
 
 @grade("test_v2_forward")
+@contract(
+    "SelfAttention_v2",
+    "context [..., T, d_out], a float32 tensor",
+    "with qkv_bias=True the projections add their biases",
+    "gradients reach every parameter",
+)
 @pytest.mark.parametrize("qkv_bias", [False, True])
 def test_v2_matches_reference(submission, reference, qkv_bias) -> None:
     x = randn(2, 5, 4, seed=10)
@@ -124,6 +162,11 @@ def test_v2_matches_reference(submission, reference, qkv_bias) -> None:
 
 
 @grade("test_v2_forward")
+@contract(
+    "SelfAttention_v2",
+    "Parameters are created in the order W_query, W_key, W_value",
+    "[batch, T, d_in]",
+)
 def test_v2_book_seed_and_verdict(submission, reference) -> None:
     same_module(
         submission,
@@ -142,6 +185,10 @@ def test_v2_book_seed_and_verdict(submission, reference) -> None:
 
 
 @grade("test_weight_transfer")
+@contract(
+    "copy_v2_weights_into_v1",
+    "returns: v1, whose W_query/W_key/W_value now hold the transposed Linear weights",
+)
 @pytest.mark.parametrize(("d_in", "d_out"), [(3, 2), (5, 4)])
 def test_transfer_copies_transposed_weights(submission, d_in, d_out) -> None:
     # The grader chooses v2's weights, so v1 is compared with values computed here, never
@@ -167,6 +214,7 @@ def test_transfer_copies_transposed_weights(submission, d_in, d_out) -> None:
 
 
 @grade("test_weight_transfer")
+@contract("copy_v2_weights_into_v1", "v2 without biases (else ValueError)")
 def test_transfer_refuses_biases(submission) -> None:
     result = submission.probe("copy_v2_weights_into_v1").transfer(3, 2, qkv_bias=True)
     if result["raised"] != "ValueError":

@@ -8,6 +8,7 @@ import pytest
 from attnkit.compare import expect_array, pair
 from attnkit_autograder.harness import grade
 from attnkit_autograder.suite_support import (
+    contract,
     expect_causal,
     randn,
     same_call,
@@ -19,12 +20,23 @@ T = {"kind": "tensor"}
 
 
 @grade("test_causal_mask")
+@contract(
+    "causal_mask",
+    "a torch.bool tensor [num_tokens, num_tokens]",
+    "True strictly above the diagonal",
+)
 @pytest.mark.parametrize("num_tokens", [1, 3, 7])
 def test_causal_mask_matches_reference(submission, reference, num_tokens) -> None:
     same_call(submission, reference, "causal_mask", num_tokens, **T)
 
 
 @grade("test_apply_causal_mask")
+@contract(
+    "apply_causal_mask",
+    "a new tensor of the same shape and dtype",
+    "-inf where key j > query i",
+    "scores: [..., T, T] (not modified)",
+)
 @pytest.mark.parametrize(("shape", "dtype"), [((4, 4), np.float32), ((2, 3, 5, 5), np.float64)])
 def test_apply_causal_mask_matches_reference(submission, reference, shape, dtype) -> None:
     same_call(submission, reference, "apply_causal_mask", randn(*shape, seed=1, dtype=dtype), **T)
@@ -39,6 +51,12 @@ def qkv(batch: int, heads: int, t_q: int, t_k: int, d_k: int, d_v: int, seed: in
 
 
 @grade("test_sdpa_values")
+@contract(
+    "ScaledDotProductAttention",
+    "(output [..., T_q, d_v], weights [..., T_q, T_k]), tensors of the dtype of q",
+    "scores scaled by sqrt(d_k)",
+    "(not modified)",
+)
 def test_sdpa_without_mask(submission, reference) -> None:
     # batch 2, heads 3, T_q 4, T_k 6, d_k 8, d_v 5: all different.
     same_module(
@@ -52,6 +70,11 @@ def test_sdpa_without_mask(submission, reference) -> None:
 
 
 @grade("test_sdpa_values")
+@contract(
+    "ScaledDotProductAttention",
+    "True where blocked",
+    "each row of weights that sees a key sums to 1",
+)
 def test_sdpa_with_mask_and_rows_sum_to_one(submission, reference) -> None:
     q, k, v = qkv(2, 3, 4, 6, 8, 5, seed=5)
     blocked = np.random.default_rng(6).random((4, 6)) > 0.5
@@ -69,6 +92,7 @@ def test_sdpa_with_mask_and_rows_sum_to_one(submission, reference) -> None:
 
 
 @grade("test_sdpa_values")
+@contract("ScaledDotProductAttention", "Gradients flow through both results")
 def test_sdpa_gradients(submission, reference) -> None:
     # No parameters here: this checks the forward pass stays differentiable end to end.
     q, k, v = qkv(1, 2, 3, 3, 4, 4, seed=7)
@@ -76,6 +100,9 @@ def test_sdpa_gradients(submission, reference) -> None:
 
 
 @grade("test_sdpa_masking")
+@contract(
+    "ScaledDotProductAttention", "Rows whose keys are all blocked get zero weights and zero output"
+)
 def test_sdpa_causal_and_fully_masked_rows(submission, reference) -> None:
     q, k, v = qkv(2, 1, 5, 5, 4, 3, seed=8)
     causal = np.triu(np.ones((5, 5), dtype=bool), k=1)
@@ -90,6 +117,7 @@ def test_sdpa_causal_and_fully_masked_rows(submission, reference) -> None:
 
 
 @grade("test_sdpa_masking")
+@contract("ScaledDotProductAttention", "after dropout in training mode; no dropout in eval mode")
 def test_sdpa_dropout_acts_on_weights_in_training_only(submission, reference) -> None:
     q, k, v = qkv(2, 2, 4, 4, 4, 3, seed=9)
     for train in (True, False):
@@ -106,6 +134,12 @@ def test_sdpa_dropout_acts_on_weights_in_training_only(submission, reference) ->
 
 
 @grade("test_causal_attention")
+@contract(
+    "CausalAttention",
+    "context vectors [batch, T, d_out], a float32 tensor",
+    "gradients reach every parameter",
+    "T <= context_length",
+)
 @pytest.mark.parametrize(("shape", "context_length"), [((2, 6, 3), 6), ((3, 4, 5), 9)])
 def test_causal_attention_matches_reference(submission, reference, shape, context_length) -> None:
     x = randn(*shape, seed=12)
@@ -121,6 +155,7 @@ def test_causal_attention_matches_reference(submission, reference, shape, contex
 
 
 @grade("test_causal_attention")
+@contract("CausalAttention", "Parameters are created in the order W_query, W_key, W_value")
 def test_causal_attention_on_verdict_and_book_seed(submission, reference) -> None:
     same_module(submission, reference, "CausalAttention", [16, 8, 6, 0.0], [verdict_embeddings()])
     book = randn(2, 6, 3, seed=14)
@@ -136,6 +171,7 @@ def test_causal_attention_on_verdict_and_book_seed(submission, reference) -> Non
 
 
 @grade("test_causal_attention")
+@contract("CausalAttention", "token t only sees tokens 0..t")
 def test_causal_attention_ignores_the_future(submission) -> None:
     expect_causal(
         submission,
@@ -148,6 +184,7 @@ def test_causal_attention_ignores_the_future(submission) -> None:
 
 
 @grade("test_causal_attention_dropout")
+@contract("CausalAttention", "dropout on the weights in training mode only")
 def test_causal_attention_dropout(submission, reference) -> None:
     x = randn(2, 5, 3, seed=16)
     for train in (True, False):

@@ -7,10 +7,23 @@ import pytest
 
 from attnkit.compare import CheckFailed, expect_kind
 from attnkit_autograder.harness import grade
-from attnkit_autograder.suite_support import expect_causal, randn, same_module, verdict_embeddings
+from attnkit_autograder.suite_support import (
+    contract,
+    expect_causal,
+    randn,
+    same_module,
+    verdict_embeddings,
+)
 
 
 @grade("test_mha_wrapper")
+@contract(
+    "MultiHeadAttentionWrapper",
+    "[batch, T, num_heads * d_out], the heads' outputs concatenated along the last axis",
+    "head 0 first",
+    "gradients reach every parameter",
+    "(not modified)",
+)
 @pytest.mark.parametrize(("d_in", "d_out", "heads", "tokens"), [(3, 2, 2, 6), (5, 3, 4, 7)])
 def test_wrapper_matches_reference(submission, reference, d_in, d_out, heads, tokens) -> None:
     x = randn(2, tokens, d_in, seed=heads)
@@ -26,6 +39,7 @@ def test_wrapper_matches_reference(submission, reference, d_in, d_out, heads, to
 
 
 @grade("test_mha_wrapper")
+@contract("MultiHeadAttentionWrapper", "a float32 tensor [batch, T, num_heads * d_out]")
 def test_wrapper_on_verdict_batch(submission, reference) -> None:
     same_module(
         submission,
@@ -37,6 +51,12 @@ def test_wrapper_on_verdict_batch(submission, reference) -> None:
 
 
 @grade("test_mha_values")
+@contract(
+    "MultiHeadAttention",
+    "a float32 tensor [batch, T, d_out]",
+    "heads merged in order, then out_proj",
+    "(not modified)",
+)
 @pytest.mark.parametrize(
     ("d_in", "d_out", "heads", "tokens", "context"),
     [(6, 8, 2, 7, 10), (3, 2, 2, 6, 6), (5, 12, 3, 4, 9)],
@@ -49,6 +69,9 @@ def test_mha_matches_reference(submission, reference, d_in, d_out, heads, tokens
 
 
 @grade("test_mha_values")
+@contract(
+    "MultiHeadAttention", "Parameters are created in the order W_query, W_key, W_value, out_proj"
+)
 def test_mha_on_verdict_batch_and_book_seed(submission, reference) -> None:
     same_module(
         submission, reference, "MultiHeadAttention", [16, 12, 6, 0.0, 3], [verdict_embeddings()]
@@ -65,6 +88,12 @@ def test_mha_on_verdict_batch_and_book_seed(submission, reference) -> None:
 
 
 @grade("test_mha_heads")
+@contract(
+    "MultiHeadAttention",
+    "scores scaled by sqrt(head_dim)",
+    "with qkv_bias=True the projections add their biases",
+    "gradients reach every parameter",
+)
 def test_mha_head_dim_scaling_bias_and_gradients(submission, reference) -> None:
     # 4 heads of width 2: sqrt(head_dim) and sqrt(d_out) differ by a factor of 2.
     x = randn(2, 5, 6, seed=5)
@@ -81,6 +110,11 @@ def test_mha_head_dim_scaling_bias_and_gradients(submission, reference) -> None:
 
 
 @grade("test_mha_heads")
+@contract(
+    "MultiHeadAttention",
+    "dropout on the weights in training mode only",
+    "token t only sees tokens 0..t",
+)
 def test_mha_dropout_and_causality(submission, reference) -> None:
     x = randn(2, 6, 4, seed=8)
     for train in (True, False):
@@ -108,10 +142,12 @@ def expect_number(submission, reference, exercise: str) -> None:
 
 
 @grade("test_wrapper_d_out")
+@contract("wrapper_d_out", "returns an int")
 def test_wrapper_d_out(submission, reference) -> None:
     expect_number(submission, reference, "wrapper_d_out")
 
 
 @grade("test_gpt2_parameters")
+@contract("gpt2_attention_parameters", "returns an int")
 def test_gpt2_parameters(submission, reference) -> None:
     expect_number(submission, reference, "gpt2_attention_parameters")
