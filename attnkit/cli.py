@@ -116,8 +116,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     """Regenerate the student notebooks in assignments/ with nbgrader (instructors)."""
     course = instructor_module("attnkit_autograder.course")
+    fingerprints = instructor_module("attnkit_autograder.fingerprints")
     if args.check:
-        problems = course.released_differences(args.out)
+        problems = course.released_differences(args.out) + fingerprints.stale()
         for problem in problems:
             print(problem)
         if problems:
@@ -127,6 +128,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         return 0
     for path in course.generate_released(args.out):
         print(f"wrote {path}")
+    print(f"wrote {fingerprints.write_fingerprints()}")
     return 0
 
 

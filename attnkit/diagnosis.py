@@ -54,7 +54,7 @@ import numpy as np
 from .adapters import ADAPTERS
 
 CATALOGUE_LOCATIONS = (("attnkit_autograder", "mistakes.toml"),)  # the instructor's kit only
-FINGERPRINTS = Path(__file__).resolve().parent / "mistake_fingerprints.bin"  # student bundle
+FINGERPRINTS = Path(__file__).resolve().parent / "mistake_fingerprints.bin"  # attnkit generate
 
 MESSAGE_CHARS = 300
 VALUES, FORBIDDEN_CALL = "values", "forbidden"
@@ -398,47 +398,15 @@ class Fingerprints:
     mistakes: tuple[Fingerprint, ...]
 
 
-def compute_fingerprints(slug: str | None = None, exercise: str | None = None) -> Fingerprints:
-    """Record the calls the visible checks make to the references, then replay them on
-    every program of every catalogued mistake (built on the references); only those of
-    one exercise when ``slug`` and ``exercise`` are given."""
-    from attnkit_solutions.exercises import reference_namespace
-
-    from .implementation import LocalImplementation
-    from .selfcheck.runner import check_exercise
-
-    correct: dict[str, dict[str, dict[str, Any]]] = {}
-    calls: dict[str, list[RecordedCall]] = {}
-    prints = []
-    for mistake in load_mistakes():
-        if slug is not None and (mistake.assignment, mistake.exercise) != (slug, exercise):
-            continue
-        where = f"{mistake.assignment}/{mistake.exercise}"
-        base = reference_namespace(mistake.assignment)
-        if where not in calls:
-            recorder = RecordingImplementation(LocalImplementation(base, "reference"))
-            check_exercise(recorder, mistake.assignment, mistake.exercise)
-            calls[where] = recorder.calls.get(mistake.exercise, [])
-            correct[where] = {c.key: c.answer.plain() for c in calls[where]}
-        programs = tuple(
-            {c.key: replay(variant, c).plain() for c in calls[where]}
-            for variant in variants(base, mistake)
-        )
-        info = {k: getattr(mistake, k) for k in MistakeInfo.__dataclass_fields__}
-        prints.append(Fingerprint(**info, programs=programs))
-    return Fingerprints(correct, tuple(prints))
+FingerprintSource = Callable[[str | None, str | None], "Fingerprints"]
+_computed_by: list[FingerprintSource] = []
 
 
-def write_fingerprints(path: Path) -> Path:
-    from dataclasses import asdict
-
-    from .wire import encode
-
-    prints = compute_fingerprints()
-    path.write_bytes(
-        encode({"correct": prints.correct, "mistakes": [asdict(f) for f in prints.mistakes]})
-    )
-    return path
+def compute_fingerprints_with(source: FingerprintSource) -> None:
+    """Let the full kit compute fingerprints from its references (``attnkit_autograder.
+    fingerprints`` registers itself here); the public package never imports them."""
+    _computed_by[:] = [source]
+    load_fingerprints.cache_clear()
 
 
 @functools.cache
@@ -454,11 +422,8 @@ def load_fingerprints(slug: str | None = None, exercise: str | None = None) -> F
             Fingerprint(**{**f, "programs": tuple(f["programs"])}) for f in data["mistakes"]
         )
         return Fingerprints(data["correct"], mistakes)
-    if load_mistakes():
-        try:
-            return compute_fingerprints(slug, exercise)
-        except ModuleNotFoundError:  # no references here: nothing to compute them from
-            pass
+    if _computed_by and load_mistakes():
+        return _computed_by[0](slug, exercise)
     return Fingerprints({}, ())
 
 
