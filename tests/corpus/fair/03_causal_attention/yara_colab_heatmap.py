@@ -1,5 +1,5 @@
 # ruff: noqa: E501 (a student's code keeps its long lines)
-STORY = "Colab copy; inline heatmap with a colour bar, display() of the mask"
+STORY = "Colab copy; her own heatmap colours (NaN where masked), display() of the mask"
 PATTERNS = ["colab-save", "renamed-file", "magics", "display", "torch-matmul"]
 SAVE = {"file": "Copy of 03_causal_attention.ipynb", "editor": "colab"}
 EDITS = [
@@ -48,8 +48,8 @@ return self.attention(q, k, v, mask=self.mask[:b_T, :b_T])[0]
         "edit",
         "Causal attention weights",
         (
-            'ax.imshow(weights[0].detach(), cmap="viridis")',
-            'image = ax.imshow(weights[0].detach().masked_fill(layer.mask, float("nan")), cmap="viridis")\n    fig.colorbar(image, ax=ax)',
+            "image = ax.imshow(shown, cmap=cmap, vmin=0.0, vmax=1.0)",
+            'image = ax.imshow(weights[0].detach().masked_fill(layer.mask, float("nan")), cmap="magma")',
         ),
     ),
 ]
