@@ -41,9 +41,10 @@ from attnkit.diagnosis import (
 from attnkit.errors import KitError
 from attnkit.forbidden import scan_source, tampering
 from attnkit.notebook_code import Cell, NotebookError, read_cells
+from attnkit.outcome import ERROR, FAILED, FORBIDDEN, INTERNAL, PASSED, TIMEOUT, Outcome
 
 from .discovery import Submission
-from .harness import ERROR, FAILED, FORBIDDEN, INTERNAL, PASSED, TIMEOUT, TestVerdict, run_suite
+from .harness import run_suite
 from .rubric import GradedCell, graded_cells
 from .sandbox import level_of
 
@@ -160,7 +161,7 @@ def static_notes(slug: str, cells: list[Cell]) -> list[str]:
     return notes[:50]
 
 
-def score_cells(slug: str, verdicts: list[TestVerdict]) -> list[dict[str, Any]]:
+def score_cells(slug: str, verdicts: list[Outcome]) -> list[dict[str, Any]]:
     """One entry per graded cell: full points only when every hidden test of it passed.
 
     A forbidden call counts only as the runtime recorder saw it: a ``forbidden`` verdict.
@@ -221,7 +222,7 @@ def explain_failures(slug: str, tests: list[dict[str, Any]], calls: dict[str, li
             test["hint"] = mistake.hint
 
 
-def better_of(first: list[TestVerdict], second: list[TestVerdict]) -> list[TestVerdict]:
+def better_of(first: list[Outcome], second: list[Outcome]) -> list[Outcome]:
     """Per graded cell, the verdicts of whichever run passed more of that cell's tests."""
     chosen = []
     for grade_id in dict.fromkeys(v.grade_id for v in first + second):

@@ -18,7 +18,6 @@ import contextlib
 import functools
 import hashlib
 import io
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from attnkit.adapters import MissingDefinition
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.compare import CheckFailed
 from attnkit.implementation import Implementation, LocalImplementation
+from attnkit.outcome import ERROR, FAILED, FORBIDDEN, INTERNAL, PASSED, TIMEOUT, Outcome
 from attnkit.probe import Probe
 from attnkit.selfcheck.runner import describe_error
 from attnkit.wire import encode
@@ -35,8 +35,6 @@ from attnkit.wire import encode
 from .isolation import SubmissionError, WorkerCrashed, WorkerTimeout
 
 SUITES = Path(__file__).resolve().parent / "suites"
-PASSED, FAILED, ERROR, TIMEOUT, FORBIDDEN = "passed", "failed", "error", "timeout", "forbidden"
-INTERNAL = "internal"  # the grader itself failed: never scored as the student's mistake
 
 
 def grade(grade_id: str) -> pytest.MarkDecorator:
@@ -53,15 +51,6 @@ class Subject:
 
     def probe(self, exercise: str) -> Probe:
         return Probe(self.impl, self.assignment.exercise(exercise), self.assignment.framework)
-
-
-@dataclass(frozen=True)
-class TestVerdict:
-    test: str
-    grade_id: str
-    status: str
-    message: str = ""
-    hint: str | None = None
 
 
 def verdict_for(exc: BaseException | None, isolated: bool = False) -> tuple[str, str, str | None]:
@@ -105,7 +94,7 @@ class SuitePlugin:
         self._submission = submission
         self._reference = reference
         self.grade_ids = grade_ids
-        self.verdicts: list[TestVerdict] = []
+        self.verdicts: list[Outcome] = []
 
     @pytest.fixture
     def submission(self) -> Subject:
@@ -140,7 +129,7 @@ class SuitePlugin:
         exc = call.excinfo.value if call.excinfo is not None else None
         status, message, hint = verdict_for(exc, self.isolated)
         grade_id = item.get_closest_marker("grade_id").args[0]
-        self.verdicts.append(TestVerdict(item.name, grade_id, status, message, hint))
+        self.verdicts.append(Outcome("", item.name, status, message, hint, grade_id=grade_id))
 
 
 def run_suite(
@@ -148,7 +137,7 @@ def run_suite(
     slug: str,
     reference: Implementation,
     grade_ids: set[str] | None = None,
-) -> list[TestVerdict]:
+) -> list[Outcome]:
     """Run ``slug``'s hidden suite against ``impl``; pytest's own output is discarded."""
     isolated = not isinstance(getattr(impl, "inner", impl), LocalImplementation)
     plugin = SuitePlugin(Subject(impl, slug), Subject(reference, slug), grade_ids, isolated)

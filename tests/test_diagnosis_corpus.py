@@ -62,7 +62,7 @@ def grade_in_process(case: CorpusCase, namespace: dict[str, Any]) -> list[dict[s
     recorder = RecordingImplementation(LocalImplementation(namespace, case.name))
     with quiet():
         verdicts = run_suite(recorder, case.slug, reference_implementation(case.slug))
-        tests = score_cells(case.slug, verdicts, {})
+        tests = score_cells(case.slug, verdicts)
         explain_failures(case.slug, tests, recorder.calls)
     return tests
 

@@ -5,6 +5,6 @@ numbers, PyTorch's own functions as oracles, mathematical properties) and never 
 the reference solutions or the hidden suites. Passing them is a good sign, not a grade.
 """
 
-from .runner import CheckResult, run_exercise, visible_checks
+from .runner import Outcome, run_exercise, visible_checks
 
-__all__ = ["CheckResult", "run_exercise", "visible_checks"]
+__all__ = ["Outcome", "run_exercise", "visible_checks"]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from .runner import NOT_IMPLEMENTED, PASSED, CheckResult
+from .runner import NOT_IMPLEMENTED, PASSED, Outcome
 
 MARKS = {PASSED: "ok", NOT_IMPLEMENTED: "..", "missing": "??"}
 NOT_A_GRADE = "(visible checks only: your grade comes from the hidden tests)"
 
 
-def exercise_status(results: list[CheckResult]) -> str:
+def exercise_status(results: list[Outcome]) -> str:
     """One word for an exercise: passed, not implemented, missing, or failed."""
     if not results:
         return "no checks"
@@ -19,7 +19,7 @@ def exercise_status(results: list[CheckResult]) -> str:
     return "failed"
 
 
-def render_exercise(name: str, results: list[CheckResult], verbose: bool = True) -> str:
+def render_exercise(name: str, results: list[Outcome], verbose: bool = True) -> str:
     status = exercise_status(results)
     if status == NOT_IMPLEMENTED:
         return f"{name}: not implemented yet. Fill in its cell, run it, then run this check again."
@@ -30,7 +30,7 @@ def render_exercise(name: str, results: list[CheckResult], verbose: bool = True)
     if verbose or status != PASSED:
         for result in results:
             mark = "ok" if result.status == PASSED else result.status.upper()
-            lines.append(f"  [{mark}] {result.description}")
+            lines.append(f"  [{mark}] {result.check}")
             if result.message:
                 lines.append(f"        {result.message}")
             if result.diagnosis:
@@ -40,7 +40,7 @@ def render_exercise(name: str, results: list[CheckResult], verbose: bool = True)
     return "\n".join(lines)
 
 
-def render_table(title: str, rows: list[tuple[str, list[CheckResult]]]) -> str:
+def render_table(title: str, rows: list[tuple[str, list[Outcome]]]) -> str:
     """A table with one row per exercise, then the details of anything not passing."""
     width = max([len(name) for name, _ in rows] + [8])
     lines = [title, f"  {'exercise':<{width}}  result", f"  {'-' * width}  {'-' * 24}"]

@@ -6,29 +6,26 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..adapters import MissingDefinition
 from ..assignments import ASSIGNMENTS
 from ..compare import CheckFailed
 from ..diagnosis import RecordingImplementation, diagnose_by_fingerprint, fix_helpers_first
 from ..implementation import Implementation
+from ..outcome import (
+    ERROR,
+    FAILED,
+    FAILING,
+    FORBIDDEN,
+    MISSING,
+    NOT_IMPLEMENTED,
+    PASSED,
+    TIMEOUT,
+    Outcome,
+)
 from ..probe import Probe
 from .registry import REGISTRY, VisibleCheck
-
-PASSED, FAILED, FORBIDDEN = "passed", "failed", "forbidden"
-NOT_IMPLEMENTED, MISSING, ERROR, TIMEOUT = "not implemented", "missing", "error", "timeout"
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    exercise: str
-    description: str
-    status: str
-    message: str = ""
-    hint: str | None = None
-    diagnosis: str | None = None
-    """The classic mistake the failure matches, if any (set on the first failing check)."""
 
 
 class CheckTimeout(Exception):
@@ -101,7 +98,7 @@ def describe_error(exc: BaseException) -> tuple[str, str | None]:
 
 def run_exercise(
     impl: Implementation, slug: str, exercise_name: str, timeout_s: float | None = 10.0
-) -> list[CheckResult]:
+) -> list[Outcome]:
     """Run every visible check of one exercise, and name the classic mistake if one matches.
 
     When the exercise fails and a helper it calls fails its own checks too, the first
@@ -124,28 +121,26 @@ def run_exercise(
     return with_diagnosis(results, slug, exercise_name, recorder)
 
 
-def failing_indices(results: list[CheckResult]) -> list[int]:
-    return [i for i, r in enumerate(results) if r.status in (FAILED, FORBIDDEN, ERROR, TIMEOUT)]
+def failing_indices(results: list[Outcome]) -> list[int]:
+    return [i for i, r in enumerate(results) if r.status in FAILING]
 
 
 def check_exercise(
     impl: Implementation, slug: str, exercise_name: str, timeout_s: float | None = 10.0
-) -> list[CheckResult]:
+) -> list[Outcome]:
     """Run every visible check of one exercise; stop early if it is not there at all."""
     assignment = ASSIGNMENTS[slug]
     probe = Probe(impl, assignment.exercise(exercise_name), assignment.framework)
-    results: list[CheckResult] = []
+    results: list[Outcome] = []
     for check in visible_checks(slug, exercise_name):
         try:
             with time_limit(timeout_s):
                 check.function(probe)
         except NotImplementedError:
-            return [
-                CheckResult(exercise_name, "implemented", NOT_IMPLEMENTED, "not implemented yet")
-            ]
+            return [Outcome(exercise_name, "implemented", NOT_IMPLEMENTED, "not implemented yet")]
         except MissingDefinition as exc:
             return [
-                CheckResult(
+                Outcome(
                     exercise_name,
                     "defined",
                     MISSING,
@@ -154,12 +149,10 @@ def check_exercise(
             ]
         except CheckFailed as exc:
             status = FORBIDDEN if exc.stage == "forbidden" else FAILED
-            results.append(
-                CheckResult(exercise_name, check.description, status, exc.message, exc.hint)
-            )
+            results.append(Outcome(exercise_name, check.description, status, exc.message, exc.hint))
         except CheckTimeout:
             results.append(
-                CheckResult(
+                Outcome(
                     exercise_name,
                     check.description,
                     TIMEOUT,
@@ -169,18 +162,18 @@ def check_exercise(
             )
         except (Exception, SystemExit) as exc:
             message, hint = describe_error(exc)
-            results.append(CheckResult(exercise_name, check.description, ERROR, message, hint))
+            results.append(Outcome(exercise_name, check.description, ERROR, message, hint))
         else:
-            results.append(CheckResult(exercise_name, check.description, PASSED))
+            results.append(Outcome(exercise_name, check.description, PASSED))
     return results
 
 
 def with_diagnosis(
-    results: list[CheckResult],
+    results: list[Outcome],
     slug: str,
     exercise_name: str,
     recorder: RecordingImplementation,
-) -> list[CheckResult]:
+) -> list[Outcome]:
     """Attach the matching classic mistake to the first failing check, if there is one."""
     failing = failing_indices(results)
     if not failing:
