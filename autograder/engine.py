@@ -26,10 +26,13 @@ import queue
 import signal
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.diagnosis import RecordingImplementation, diagnose
@@ -174,6 +177,17 @@ def score_cells(
     return tests
 
 
+def quietly(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)`` with its warnings and floating-point complaints silenced.
+
+    Diagnosis replays the catalogue's wrong variants, which overflow, divide by zero and
+    call deprecated APIs on purpose: those warnings describe the mistakes, not the run,
+    and must never reach the instructor's terminal."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return function(*args)
+
+
 def explain_failures(slug: str, tests: list[dict[str, Any]], calls: dict[str, list]) -> None:
     """Name the classic mistake behind each failing exercise, and failures inherited from
     an earlier exercise the failing one calls. Passing cells are never annotated."""
@@ -182,7 +196,7 @@ def explain_failures(slug: str, tests: list[dict[str, Any]], calls: dict[str, li
     explained = (FAILED, ERROR, FORBIDDEN)
     failing = {t["exercise"] for t in tests if t["status"] in explained}
     base = reference_namespace(slug)
-    found = {e: diagnose(slug, e, calls.get(e, []), base) for e in sorted(failing)}
+    found = {e: quietly(diagnose, slug, e, calls.get(e, []), base) for e in sorted(failing)}
     assignment = ASSIGNMENTS[slug]
     for test in tests:
         if test["status"] not in explained:
