@@ -60,8 +60,8 @@ CLASS: tuple[DemoStudent, ...] = (
     ),
     DemoStudent(
         "dee",
-        "classic mistake: SelfAttention_v1 forgets to scale the scores",
-        mistake=f"{SLUG}/SelfAttention_v1/no_scaling",
+        "classic mistake: SelfAttention_v1 transposes a batch of keys with .T",
+        mistake=f"{SLUG}/SelfAttention_v1/keys_dot_T_batched",
     ),
     DemoStudent(
         "eve",
