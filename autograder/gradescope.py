@@ -73,12 +73,14 @@ if ! python_ok "$PYTHON"; then
   exit 1
 fi
 
-"$PYTHON" -m venv "$VENV"
 if [ -n "$OFFLINE_SITE" ]; then
+  # pip and the build backend come from the offline folder too, like everything else.
+  "$PYTHON" -m venv --without-pip "$VENV"
   SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   echo "$OFFLINE_SITE" > "$SITE/attnkit-offline-dependencies.pth"
   "$VENV/bin/python" -m pip install -q --no-index --no-deps --no-build-isolation "$SOURCE"
 else
+  "$PYTHON" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
   # PyTorch's CPU index: on plain PyPI the same range resolves to the CUDA build (GBs).
   "$VENV/bin/python" -m pip install -q "torch>=2.4,<2.14" \\
