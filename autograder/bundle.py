@@ -73,7 +73,8 @@ INSTALL_SH = """#!/usr/bin/env bash
 set -euo pipefail
 cd "$(dirname "$0")"
 if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-  echo "install.sh: the lessons need Python 3.11 or newer as python3 (found: $(python3 -V 2>&1))." >&2
+  echo "install.sh: the lessons need Python 3.11 or newer as python3" \\
+       "(found: $(python3 -V 2>&1))." >&2
   echo "Install a newer Python, or put one first on PATH, then run bash install.sh again." >&2
   exit 1
 fi
