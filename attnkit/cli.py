@@ -230,8 +230,12 @@ def cmd_course_init(args: argparse.Namespace) -> int:
         f"created an nbgrader course in {args.dir} with {len(slugs)} assignments: "
         f"{', '.join(slugs)}"
     )
+    scripts = Path(sys.executable).parent
     print(
-        f"next: cd {args.dir} && nbgrader release_assignment 01_numpy_attention "
+        f"next: cd {args.dir} and run nbgrader there, with {scripts} first on PATH "
+        "(nbgrader runs its helpers by name), e.g.\n"
+        f'  export PATH="{scripts}:$PATH"; cd {args.dir}; '
+        "nbgrader release_assignment 01_numpy_attention\n"
         "(or hand out release/ yourself)"
     )
     return 0
