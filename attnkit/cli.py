@@ -36,12 +36,14 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def find_notebooks(slugs: list[str], root: Path) -> list[tuple[str, Path]]:
-    """A student's notebooks: here, in a folder per assignment, or under assignments/."""
+    """A student's notebooks: here, in a folder per assignment, in notebooks/ (where the
+    student bundle puts them), or under assignments/ (a clone of the kit)."""
     found = []
     for slug in slugs:
         for candidate in (
             root / f"{slug}.ipynb",
             root / slug / f"{slug}.ipynb",
+            root / "notebooks" / f"{slug}.ipynb",
             root / "assignments" / slug / f"{slug}.ipynb",
         ):
             if candidate.is_file():
@@ -90,7 +92,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             wanted = " or ".join(f"{s}.ipynb" for s in slugs)
             raise KitError(
                 f"found no {wanted} here ({Path.cwd()}).",
-                "Run this in the folder that holds your notebook, or pass --notebook PATH.",
+                "Run this in the folder that holds your notebook (or its notebooks/ or "
+                "assignments/ folder), or pass --notebook PATH.",
             )
 
     all_passed = True
@@ -254,11 +257,21 @@ def cmd_course_init(args: argparse.Namespace) -> int:
         f"created an nbgrader course in {args.dir} with {len(slugs)} assignments: "
         f"{', '.join(slugs)}"
     )
+    scripts = Path(sys.executable).parent
     print(
-        f"next: cd {args.dir} && nbgrader release_assignment 01_numpy_attention "
+        f"next: cd {args.dir} and run nbgrader there, with {scripts} first on PATH "
+        "(nbgrader runs its helpers by name), e.g.\n"
+        f'  export PATH="{scripts}:$PATH"; cd {args.dir}; '
+        "nbgrader release_assignment 01_numpy_attention\n"
         "(or hand out release/ yourself)"
     )
     return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Build a small class of submissions and grade it, to show what the kit does."""
+    demo = instructor_module("attnkit_autograder.demo")
+    return demo.run_demo(args.out, args.jobs)
 
 
 def instructor_module(name: str):
@@ -392,6 +405,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     release.add_argument("zip", type=Path, metavar="OUT.zip")
     release.set_defaults(handler=cmd_release)
+
+    demo = commands.add_parser(
+        "demo",
+        help="(instructors) grade a small made-up class, offline, to see what the kit does",
+        description="Build a class of lesson-2 submissions from the released notebook "
+        "(correct, classic mistakes, a hostile one, a damaged file), grade it with "
+        "`attnkit grade --feedback` and print where the grades and reports are.",
+    )
+    demo.add_argument(
+        "--out",
+        type=Path,
+        default=Path("attnkit-demo"),
+        metavar="DIR",
+        help="where to write the class, grades and reports (default: ./attnkit-demo; "
+        "a folder made by an earlier demo is replaced, any other is refused)",
+    )
+    demo.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="grader processes (default: cores)"
+    )
+    demo.set_defaults(handler=cmd_demo)
 
     course = commands.add_parser("course", help="(instructors) nbgrader course tools")
     course_commands = course.add_subparsers(dest="course_command", metavar="ACTION")

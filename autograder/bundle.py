@@ -73,6 +73,12 @@ INSTALL_SH = """#!/usr/bin/env bash
 # Installs the lessons' tools into .venv and fetches the lesson data.
 set -euo pipefail
 cd "$(dirname "$0")"
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "install.sh: the lessons need Python 3.11 or newer as python3" \\
+       "(found: $(python3 -V 2>&1))." >&2
+  echo "Install a newer Python, or put one first on PATH, then run bash install.sh again." >&2
+  exit 1
+fi
 python3 -m venv .venv
 .venv/bin/python -m pip install -q .
 .venv/bin/attnkit data
@@ -90,15 +96,21 @@ to causal multi-head attention.
 bash install.sh
 ```
 
-It creates `.venv/`, installs the tools, and fetches the lesson text (*The Verdict*, a
-public-domain story). Offline? Download the-verdict.txt and run
-`.venv/bin/attnkit data --from PATH/TO/the-verdict.txt`.
+It needs Python 3.11 or newer as `python3`. It creates `.venv/`, installs the tools, and
+fetches the lesson text (*The Verdict*, a public-domain story). Offline? Download
+the-verdict.txt and run `.venv/bin/attnkit data --from PATH/TO/the-verdict.txt`.
+
+On Linux, pip's default PyTorch is the CUDA build (several GB). For the CPU build, which
+is all the lessons need, run `PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu bash
+install.sh` instead.
 
 ## Working
 
 ```bash
 .venv/bin/jupyter lab notebooks/
 ```
+
+(It keeps running and prints the address to open; Ctrl-C stops it.)
 
 Open a lesson and run it from the top. Every exercise is a function or method that
 raises `NotImplementedError`; its docstring says exactly what it must do. Fill it in, run

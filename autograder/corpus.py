@@ -27,6 +27,7 @@ __all__ = [
     "case_notebook",
     "fill_notebook",
     "hostile_corpus",
+    "hostile_notebook",
     "load_mistakes",
     "read_case",
     "released_notebook",
@@ -207,6 +208,15 @@ def to_nbformat3(notebook: dict[str, Any]) -> dict[str, Any]:
     return {"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": cells}]}
 
 
+def hostile_notebook(
+    released: dict[str, Any], name: str, cells: dict[str, str] = HOSTILE_CELLS
+) -> dict[str, Any]:
+    """A correct lesson-2 notebook with hostile case ``name`` planted in SelfAttention_v2
+    (and its extra top-level cell from ``cells``, if it has one)."""
+    notebook = fill_notebook(released, HOSTILE_SLUG, {HOSTILE_TARGET: HOSTILE_BODIES[name]})
+    return add_cell(notebook, cells[name]) if name in cells else notebook
+
+
 def hostile_corpus(
     out_dir: Path, assignments_dir: Path, tamper_targets: list[str], secret: str
 ) -> dict[str, Path]:
@@ -231,11 +241,8 @@ def hostile_corpus(
     )
     put("correct", correct)
     put("untouched_stubs", released)
-    for name, body in HOSTILE_BODIES.items():
-        notebook = fill_notebook(released, slug, {target: body})
-        if name in cells:
-            notebook = add_cell(notebook, cells[name])
-        put(name, notebook)
+    for name in HOSTILE_BODIES:
+        put(name, hostile_notebook(released, name, cells))
 
     def is_test_cell(cell: dict[str, Any]) -> bool:
         return bool(cell.get("metadata", {}).get("nbgrader", {}).get("grade"))

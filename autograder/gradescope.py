@@ -1,19 +1,32 @@
 """Package the grader as a Gradescope autograder, and speak Gradescope's results format.
 
-``attnkit gradescope OUT.zip`` writes a zip with Gradescope's two entry points:
+``attnkit gradescope OUT.zip --assignment N`` writes a zip in the layout of Gradescope's
+autograder specification: ``setup.sh`` and ``run_autograder`` at the zip's root, the kit's
+source beside them (so ``/autograder/source`` holds ``pyproject.toml``):
 
-* ``setup.sh`` installs the kit (CPU PyTorch) on Gradescope's image, once per assignment;
-* ``run_autograder`` grades ``/autograder/submission`` with the same sandboxed grader as
-  ``attnkit grade`` and converts the result into ``/autograder/results/results.json``.
+* ``setup.sh`` runs once, as root and online, when Gradescope builds the image. It needs
+  nothing but one of Gradescope's Ubuntu base images: it installs Debian's ``bubblewrap``
+  (the grading sandbox) and a Python 3.11 or newer (the image's own ``python3`` where it is
+  new enough, as on Ubuntu 24.04; the deadsnakes PPA's 3.11 on Ubuntu 22.04), then the CPU
+  build of PyTorch from PyTorch's CPU index, the kit, and the lesson data. Grading needs no
+  network afterwards.
+* ``run_autograder`` runs per submission: it grades ``/autograder/submission/*.ipynb`` with
+  :func:`attnkit_autograder.engine.grade_submission` and writes
+  ``/autograder/results/results.json``.
 
-Every graded cell becomes one Gradescope test. The hidden tests are marked
-``after_published`` (students see them once grades are published) or ``hidden``.
+Every graded cell becomes one Gradescope test, shown ``after_published`` by default.
+
+``$ATTNKIT_AUTOGRADER_ROOT`` moves ``/autograder`` (both scripts), so the kit's test can
+run them in a temporary folder; ``$ATTNKIT_SETUP_OFFLINE_SITE`` (a site-packages folder
+that already holds the dependencies) and ``$ATTNKIT_SETUP_PYTHON`` make ``setup.sh`` skip
+its network-only steps there.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -22,48 +35,89 @@ from attnkit.errors import KitError
 
 KIT_PARTS = ("attnkit", "solutions", "autograder", "data", "pyproject.toml", "README.md")
 SKIPPED_NAMES = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 
 SETUP_SH = """#!/usr/bin/env bash
-# Gradescope runs this once when it builds the autograder image.
+# Gradescope runs this once, as root and online, when it builds the autograder's image.
+# Base image: any of Gradescope's Ubuntu images. The kit needs Python 3.11 or newer: the
+# image's python3 where it is new enough (Ubuntu 24.04: 3.12), else deadsnakes' 3.11
+# (Ubuntu 22.04 ships 3.10). Everything grading needs is installed here, none of it later.
 set -euo pipefail
-cd /autograder/source
-apt-get update -qq && apt-get install -y -qq python3 python3-pip python3-venv >/dev/null
-python3 -m venv /autograder/venv
-/autograder/venv/bin/pip install -q --upgrade pip
-# The CPU build of PyTorch: the autograder needs no GPU and no CUDA packages.
-/autograder/venv/bin/pip install -q "torch>=2.4,<2.14" --index-url https://download.pytorch.org/whl/cpu
-/autograder/venv/bin/pip install -q /autograder/source
-/autograder/venv/bin/attnkit data || true
+AUTOGRADER="${ATTNKIT_AUTOGRADER_ROOT:-/autograder}"
+SOURCE="$AUTOGRADER/source"
+VENV="$AUTOGRADER/venv"
+# Only the kit's own test sets this: a site-packages folder that already holds the
+# dependencies. apt and every download are then skipped.
+OFFLINE_SITE="${ATTNKIT_SETUP_OFFLINE_SITE:-}"
+
+python_ok() { "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; }
+
+if [ -n "$OFFLINE_SITE" ]; then
+  PYTHON="${ATTNKIT_SETUP_PYTHON:-python3}"
+else
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # bubblewrap: the grading sandbox.
+  apt-get install -y -qq bubblewrap python3 python3-venv >/dev/null
+  PYTHON=python3
+  if ! python_ok python3; then
+    apt-get install -y -qq software-properties-common >/dev/null
+    add-apt-repository -y ppa:deadsnakes/ppa >/dev/null
+    apt-get update -qq
+    apt-get install -y -qq python3.11 python3.11-venv >/dev/null
+    PYTHON=python3.11
+  fi
+fi
+if ! python_ok "$PYTHON"; then
+  echo "setup.sh: $PYTHON is missing or older than Python 3.11, which the kit needs" >&2
+  exit 1
+fi
+
+if [ -n "$OFFLINE_SITE" ]; then
+  # pip and the build backend come from the offline folder too, like everything else.
+  "$PYTHON" -m venv --without-pip "$VENV"
+  SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  echo "$OFFLINE_SITE" > "$SITE/attnkit-offline-dependencies.pth"
+  "$VENV/bin/python" -m pip install -q --no-index --no-deps --no-build-isolation "$SOURCE"
+else
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  # PyTorch's CPU index: on plain PyPI the same range resolves to the CUDA build (GBs).
+  "$VENV/bin/python" -m pip install -q "torch>=2.4,<2.14" \\
+      --index-url https://download.pytorch.org/whl/cpu
+  "$VENV/bin/python" -m pip install -q "$SOURCE"
+fi
+# The story the hidden tests read: the zip's verified copy, or a download now.
+ATTNKIT_DATA_DIR="$SOURCE/data" "$VENV/bin/attnkit" data
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for every submission.
 set -uo pipefail
-cd /autograder/source
-export ATTNKIT_DATA_DIR=/autograder/source/data
-/autograder/venv/bin/attnkit grade /autograder/submission --out /autograder/attnkit-out \\
-    --assignment {assignment} --force --jobs 1
-/autograder/venv/bin/python -m attnkit_autograder.gradescope \\
-    /autograder/attnkit-out/grades.json /autograder/results/results.json --visibility {visibility}
+AUTOGRADER="${{ATTNKIT_AUTOGRADER_ROOT:-/autograder}}"
+export ATTNKIT_DATA_DIR="$AUTOGRADER/source/data"
+exec "$AUTOGRADER/venv/bin/python" -m attnkit_autograder.gradescope \\
+    --root "$AUTOGRADER" --assignment {assignment} --visibility {visibility}
 """
 
 
 def build_zip(target: Path, assignment: str, visibility: str, kit_root: Path) -> Path:
-    """Write the autograder zip for one assignment."""
+    """Write the autograder zip for one assignment; its root is Gradescope's source folder."""
     if not (kit_root / "solutions").is_dir() or not (kit_root / "autograder").is_dir():
         raise KitError(
             f"{kit_root} does not hold the kit's source (solutions/ and autograder/).",
-            "Run `attnkit gradescope` from a clone of the kit's repository.",
+            "Run `attnkit gradescope` from a clone of the kit's repository "
+            "(installed with pip install -e .).",
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(zipfile.ZipInfo("setup.sh"), SETUP_SH)
-        archive.writestr(
-            zipfile.ZipInfo("run_autograder"),
-            RUN_AUTOGRADER.format(assignment=assignment, visibility=visibility),
-        )
-        for info in archive.infolist():
+        for name, text in (
+            ("setup.sh", SETUP_SH),
+            ("run_autograder", RUN_AUTOGRADER.format(assignment=assignment, visibility=visibility)),
+        ):
+            info = zipfile.ZipInfo(name)
             info.external_attr = 0o755 << 16
+            archive.writestr(info, text)
         for part in KIT_PARTS:
             path = kit_root / part
             files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
@@ -71,7 +125,7 @@ def build_zip(target: Path, assignment: str, visibility: str, kit_root: Path) ->
                 relative = file.relative_to(kit_root)
                 if SKIPPED_NAMES & set(relative.parts) or file.suffix in (".pyc", ".part"):
                     continue
-                archive.write(file, f"source/{relative.as_posix()}")
+                archive.write(file, relative.as_posix())
     return target
 
 
@@ -112,25 +166,51 @@ def to_results(grades: dict[str, Any], visibility: str = "after_published") -> d
     return result
 
 
+def pick_notebooks(submission_dir: Path, slug: str) -> list[Path]:
+    """The notebook to grade: the only .ipynb handed in, or the one named after the
+    assignment when there are several. An empty list or several mean none can be chosen."""
+    notebooks = sorted(p for p in submission_dir.rglob("*.ipynb") if p.is_file())
+    if len(notebooks) > 1:
+        named = [p for p in notebooks if p.name == f"{slug}.ipynb"]
+        return named if len(named) == 1 else notebooks
+    return notebooks
+
+
+def grade_for_gradescope(root: Path, slug: str, visibility: str) -> dict[str, Any]:
+    """Grade ``root/submission`` and return Gradescope's results document."""
+    from .discovery import Submission
+    from .engine import GradeSettings, grade_safely
+
+    started = time.monotonic()
+    notebooks = pick_notebooks(root / "submission", slug)
+    if len(notebooks) != 1:
+        names = ", ".join(p.name for p in notebooks) or "none"
+        results = to_results({"submissions": []}, visibility)
+        results["output"] += f" Found: {names}."
+        return results
+    record = grade_safely(Submission("submission", slug, notebooks[0]), GradeSettings(), 0)
+    results = to_results({"submissions": [record]}, visibility)
+    results["execution_time"] = round(time.monotonic() - started)
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``run_autograder``'s entry point: always leaves a results.json behind."""
     import argparse
 
-    parser = argparse.ArgumentParser(description="grades.json -> Gradescope results.json")
-    parser.add_argument("grades", type=Path)
-    parser.add_argument("results", type=Path)
-    parser.add_argument(
-        "--visibility",
-        default="after_published",
-        choices=["hidden", "after_due_date", "after_published", "visible"],
-    )
+    from attnkit.assignments import get_assignment
+
+    parser = argparse.ArgumentParser(description="grade a Gradescope submission")
+    parser.add_argument("--root", type=Path, default=Path("/autograder"))
+    parser.add_argument("--assignment", required=True)
+    parser.add_argument("--visibility", default="after_published", choices=VISIBILITIES)
     args = parser.parse_args(argv)
-    try:
-        grades = json.loads(args.grades.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        grades = {"submissions": []}
-        print(f"could not read {args.grades}: {exc}")
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(to_results(grades, args.visibility), indent=1))
+    slug = get_assignment(args.assignment).slug
+    results = grade_for_gradescope(args.root, slug, args.visibility)
+    target = args.root / "results" / "results.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    print(f"score {results['score']}: wrote {target}")
     return 0
 
 

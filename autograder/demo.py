@@ -1,0 +1,211 @@
+"""``attnkit demo``: build a small class of lesson-2 submissions and grade it, offline.
+
+The class is made from the released student notebook, the way the kit's tests and
+benchmark make their submissions (:mod:`attnkit_autograder.corpus`):
+
+* two students whose answers are correct;
+* four students who each made one classic mistake from ``mistakes.toml``;
+* a hostile student whose extra cell patches ``numpy``, ``torch`` and ``builtins`` so that
+  a test running in the student's own kernel would be fooled;
+* a damaged file (broken JSON), which must be listed as an error, never as a silent 0.
+
+It then runs ``attnkit grade --feedback`` on them, exactly as an instructor would, so
+the demo shows the real grader: the sandbox, the per-cell summary table, grades.json,
+grades.csv and an HTML report per student.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnkit.errors import KitError
+
+from .corpus import (
+    HOSTILE_SLUG,
+    fill_notebook,
+    hostile_notebook,
+    load_mistakes,
+    released_notebook,
+    write_notebook,
+)
+
+SLUG = HOSTILE_SLUG
+MARKER = ".attnkit-demo"
+
+
+@dataclass(frozen=True)
+class DemoStudent:
+    """One member of the demo class: who, and what their submission does."""
+
+    name: str
+    story: str
+    mistake: str | None = None  # the catalogue key of the mistake they made
+    hostile: str | None = None  # the corpus's name for the hostile case they planted
+    damaged: bytes | None = None  # raw file content instead of a notebook
+
+
+CLASS: tuple[DemoStudent, ...] = (
+    DemoStudent("ada", "correct answers"),
+    DemoStudent("ben", "correct answers"),
+    DemoStudent(
+        "cam",
+        "classic mistake: softmax without subtracting the maximum",
+        mistake=f"{SLUG}/softmax/no_max_subtraction",
+    ),
+    DemoStudent(
+        "dee",
+        "classic mistake: SelfAttention_v1 transposes a batch of keys with .T",
+        mistake=f"{SLUG}/SelfAttention_v1/keys_dot_T_batched",
+    ),
+    DemoStudent(
+        "eve",
+        "classic mistake: SelfAttention_v2 ignores qkv_bias",
+        mistake=f"{SLUG}/SelfAttention_v2/qkv_bias_ignored",
+    ),
+    DemoStudent(
+        "fox",
+        "classic mistake: copies nn.Linear weights without transposing them",
+        mistake=f"{SLUG}/copy_v2_weights_into_v1/weights_not_transposed",
+    ),
+    DemoStudent(
+        "gus",
+        "hostile: returns zeros from SelfAttention_v2 and patches numpy/torch/builtins "
+        "so that comparisons always succeed",
+        hostile="patches_numpy_torch_builtins",
+    ),
+    DemoStudent(
+        "hal", "damaged file: the notebook's JSON is cut off", damaged=b'{"cells": [{"cell'
+    ),
+)
+
+
+def released_dir() -> contextlib.AbstractContextManager[Path]:
+    """The folder of released notebooks: ``assignments/`` of a clone, or, for a
+    non-editable install (which ships only the source notebooks), one generated now."""
+    clone = Path(__file__).resolve().parent.parent / "assignments"
+    if (clone / SLUG / f"{SLUG}.ipynb").is_file():
+        return contextlib.nullcontext(clone)
+    return _generated_released()
+
+
+@contextlib.contextmanager
+def _generated_released() -> Iterator[Path]:
+    from .course import generate_released
+
+    with tempfile.TemporaryDirectory(prefix="attnkit-demo-released-") as tmp:
+        generate_released(Path(tmp), [SLUG])
+        yield Path(tmp)
+
+
+def submission_notebook(student: DemoStudent, released: dict[str, Any]) -> dict[str, Any]:
+    """The notebook ``student`` hands in."""
+    if student.hostile:
+        return hostile_notebook(released, student.hostile)
+    if student.mistake:
+        mistakes = {m.key: m for m in load_mistakes()}
+        if student.mistake not in mistakes:
+            raise KitError(f"the demo's mistake {student.mistake} is not in mistakes.toml.")
+        mistake = mistakes[student.mistake]
+        return fill_notebook(released, SLUG, {mistake.exercise: mistake.code})
+    return fill_notebook(released, SLUG)
+
+
+def build_class(folder: Path) -> list[Path]:
+    """Write one ``<student>_<assignment>.ipynb`` per member of :data:`CLASS`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    with released_dir() as assignments:
+        released = released_notebook(SLUG, assignments)
+        for student in CLASS:
+            path = folder / f"{student.name}_{SLUG}.ipynb"
+            if student.damaged is not None:
+                path.write_bytes(student.damaged)
+            else:
+                write_notebook(submission_notebook(student, released), path)
+            written.append(path)
+    return written
+
+
+def prepare_out(out: Path) -> None:
+    """Make ``out`` the demo's folder. A folder left by an earlier demo is replaced; any
+    other non-empty folder is refused, so the demo never deletes someone's files."""
+    if out.exists() and any(out.iterdir()):
+        if not (out / MARKER).is_file():
+            raise KitError(
+                f"{out} exists and was not made by `attnkit demo`; the demo will not "
+                "write into it.",
+                "Pass another folder: attnkit demo --out DIR",
+            )
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("made by `attnkit demo`; the next demo run replaces it\n")
+
+
+def ensure_lesson_data() -> Path:
+    """The verified story, found or installed (download only if nowhere on disk)."""
+    from attnkit_data import verdict
+
+    try:
+        return verdict.locate_verdict(allow_download=True).path
+    except KitError as err:
+        raise KitError(
+            "the demo grades lesson 2, whose hidden tests read the-verdict.txt, and "
+            f"it could not be found or downloaded: {err.message}",
+            err.hint,
+        ) from None
+
+
+def legend() -> str:
+    """Who is who in the demo class."""
+    return "\n".join(f"  {s.name:<5}{s.story}" for s in CLASS)
+
+
+def where_to_look(out: Path) -> str:
+    """The closing lines: which files to open, and what each shows."""
+    first_mistake = next(s for s in CLASS if s.mistake)
+    return "\n".join(
+        [
+            f"Look in {out}/:",
+            "  grades.json        every submission, every graded cell, why it failed",
+            "  grades.csv         one row per submission (what an LMS import wants)",
+            f"  feedback/*/{SLUG}.html   the report each student would get, e.g.",
+            f"                     {out / 'feedback' / first_mistake.name / (SLUG + '.html')}",
+            "  submissions/       the notebooks that were graded",
+            "Grade your own class the same way: attnkit grade SUBMISSIONS --out OUT --feedback",
+        ]
+    )
+
+
+def run_demo(out: Path, jobs: int) -> int:
+    """Build the class in ``out/submissions``, grade it into ``out``; the exit code of
+    ``attnkit grade``."""
+    from attnkit.cli import main as attnkit_main
+
+    story = ensure_lesson_data()
+    prepare_out(out)
+    build_class(out / "submissions")
+    print(f"the lesson data: {story}")
+    print(f"a class of {len(CLASS)} for {SLUG}, in {out / 'submissions'}:")
+    print(legend())
+    print()
+    code = attnkit_main(
+        [
+            "grade",
+            str(out / "submissions"),
+            "--out",
+            str(out),
+            "--feedback",
+            "--jobs",
+            str(jobs),
+        ]
+    )
+    if code == 0:
+        print()
+        print(where_to_look(out))
+    return code

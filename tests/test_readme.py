@@ -1,0 +1,116 @@
+"""README.md, word for word: every fenced bash block runs as written in a fresh copy.
+
+The copy holds the working tree's files (what a clone would hold) beside a ``shared/``
+folder, with ``.venv`` standing for the virtual environment the main command makes (this
+one). The two set-up commands are CI's own job (``.ci/run`` runs them); the rest run here,
+in order, each block as one bash script that stops at the first failure. The only
+changes: the benchmark runs on a tiny input, and the pytest lines of the development
+block are skipped (they are the test command, which runs this test).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from markdown_commands import bash_blocks, is_server, jupyter_env, run, serve_briefly
+
+from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+TINY_INPUTS = {"--submissions 1000 --nbgrader-sample 4": "--submissions 6 --nbgrader-sample 1"}
+SOLVED = ("01_numpy_attention", "02_self_attention")
+
+
+def marked_block(marker: str) -> str:
+    after = README.split(f"<!-- {marker} -->", 1)[1]
+    return bash_blocks(after)[0]
+
+
+def fresh_copy(target: Path) -> Path:
+    """The files a clone of this working tree holds, committed in a new repository so that
+    anything a README command leaves inside it shows in `git status`."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for name in filter(None, (n.decode() for n in listed)):
+        source = ROOT / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "copy", "--no-verify"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=target, check=True
+        )
+    (target / ".venv").symlink_to(Path(sys.executable).parent.parent)
+    return target
+
+
+def test_the_two_setup_commands_are_the_ones_ci_runs() -> None:
+    assert marked_block("main-command").strip().endswith(".venv/bin/attnkit demo")
+    assert "pytest" in marked_block("test-command")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "readme_command main-command" in ci and "readme_command test-command" in ci
+
+
+@pytest.mark.slow
+def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
+    from attnkit_data.verdict import locate_verdict
+
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    shutil.copy(locate_verdict(allow_download=False).path, tmp_path / "shared/data")
+    clone = fresh_copy(tmp_path / "attention-kit")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTNKIT_", "VIRTUAL_ENV"))}
+    env = jupyter_env(env, tmp_path / "jupyter-config")
+
+    setup = {marked_block("main-command"), marked_block("test-command")}
+    # The main command's job, without its install (this environment is the install).
+    demo = run(".venv/bin/attnkit demo", clone, env)
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+
+    ran = 0
+    for block in bash_blocks(README):
+        if block in setup:
+            continue
+        lines = [line for line in block.splitlines() if "-m pytest" not in line]
+        script = "\n".join(lines)
+        for long, tiny in TINY_INPUTS.items():
+            script = script.replace(long, tiny)
+        if is_server(script):
+            served, output = serve_briefly(script, clone, env)
+            assert served, output[-3000:]
+            ran += 1
+            continue
+        saved = {}
+        if "attnkit check" in script:  # the student has done the work
+            for slug in SOLVED:
+                path = clone / "assignments" / slug / f"{slug}.ipynb"
+                saved[path] = path.read_bytes()
+                write_notebook(
+                    fill_notebook(released_notebook(slug, ROOT / "assignments"), slug), path
+                )
+        done = run("set -e\n" + script, clone, env)
+        for path, content in saved.items():
+            path.write_bytes(content)
+        assert done.returncode == 0, f"{script}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        ran += 1
+    assert ran >= 8
+
+    # What the examples make lands outside the clone, or is git-ignored.
+    left = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True
+    ).stdout
+    assert left == "", left
+    for made in ("my-course/gradebook.db", "my-course-grades/grades.json", "demo-grades/grades.csv",
+                 "attention-kit-student.zip", "autograder-02.zip"):  # fmt: skip
+        assert (tmp_path / made).is_file(), made
+    assert re.search(r"\bada\b", (tmp_path / "my-course" / "grades.csv").read_text())
