@@ -89,6 +89,22 @@ else
 fi
 # The story the hidden tests read: the zip's verified copy, or a download now.
 ATTNKIT_DATA_DIR="$SOURCE/data" "$VENV/bin/attnkit" data
+
+# Where the container refuses bubblewrap user namespaces, run_autograder isolates student
+# code as this separate unprivileged user instead. Nothing of the kit's hidden parts may be
+# readable to it: the source folder (references, hidden suites) and the installed copies of
+# the instructor packages. The lesson text is public: a readable copy for the lessons' cells.
+if ! id attnkit-student >/dev/null 2>&1; then
+  useradd --system --no-create-home --shell /usr/sbin/nologin attnkit-student 2>/dev/null \
+    || echo "setup.sh: could not create the user attnkit-student" >&2
+fi
+chmod 700 "$SOURCE"
+SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+for hidden in "$SITE"/attnkit_autograder "$SITE"/attnkit_solutions; do
+  if [ -e "$hidden" ]; then chmod -R go-rwx "$hidden"; fi
+done
+mkdir -p "$AUTOGRADER/lesson-data"
+install -m 644 "$SOURCE/data/the-verdict.txt" "$AUTOGRADER/lesson-data/the-verdict.txt"
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
@@ -96,6 +112,7 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 set -uo pipefail
 AUTOGRADER="${{ATTNKIT_AUTOGRADER_ROOT:-/autograder}}"
 export ATTNKIT_DATA_DIR="$AUTOGRADER/source/data"
+export ATTNKIT_VERDICT="$AUTOGRADER/lesson-data/the-verdict.txt"
 exec "$AUTOGRADER/venv/bin/python" -m attnkit_autograder.gradescope \\
     --root "$AUTOGRADER" --assignment {assignment} --visibility {visibility}
 """
@@ -179,7 +196,7 @@ def pick_notebooks(submission_dir: Path, slug: str) -> list[Path]:
 def grade_for_gradescope(root: Path, slug: str, visibility: str) -> dict[str, Any]:
     """Grade ``root/submission`` and return Gradescope's results document."""
     from .discovery import Submission
-    from .engine import GradeSettings, grade_safely
+    from .engine import grade_safely
 
     started = time.monotonic()
     notebooks = pick_notebooks(root / "submission", slug)
@@ -188,10 +205,28 @@ def grade_for_gradescope(root: Path, slug: str, visibility: str) -> dict[str, An
         results = to_results({"submissions": []}, visibility)
         results["output"] += f" Found: {names}."
         return results
-    record = grade_safely(Submission("submission", slug, notebooks[0]), GradeSettings(), 0)
+    settings = sandbox_for_gradescope()
+    record = grade_safely(Submission("submission", slug, notebooks[0]), settings, 0)
     results = to_results({"submissions": [record]}, visibility)
     results["execution_time"] = round(time.monotonic() - started)
+    print(f"sandbox: {record.get('sandbox', 'unknown')}")  # stdout is hidden from students
     return results
+
+
+GRADESCOPE_USER = "attnkit-student"
+
+
+def sandbox_for_gradescope() -> Any:
+    """bubblewrap where the container allows it; else the separate unprivileged user that
+    setup.sh created. Never no isolation: if neither works, grading fails loudly."""
+    from .engine import GradeSettings
+    from .sandbox import SandboxSettings, SandboxUnavailable, check_sandbox
+
+    try:
+        check_sandbox(SandboxSettings())
+    except SandboxUnavailable:
+        return GradeSettings(sandbox_user=GRADESCOPE_USER)
+    return GradeSettings()
 
 
 def main(argv: list[str] | None = None) -> int:
