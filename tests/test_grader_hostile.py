@@ -69,7 +69,7 @@ def graded(tmp_path_factory):
     )
     submissions = discover(tmp / "submissions")
     settings = GradeSettings(call_timeout=3.0, budget=60.0, memory_mb=1024)
-    done, interrupted = grade_all(submissions, out, settings, jobs=2)
+    done, interrupted, _ = grade_all(submissions, out, settings, jobs=2)
     records = {r["student"]: r for r in write_gradebook(out)}
     return {
         "records": records,
