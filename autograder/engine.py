@@ -542,6 +542,8 @@ class Supervisor:
     out: Path
     settings: GradeSettings
     progress: Callable[[int], Any] | None = None
+    target: Callable[..., None] = grader_process
+    """What each grader process runs (the protocol of :func:`grader_process`)."""
     graders: list[Grader] = field(default_factory=list)
     waiting: deque[int] = field(default_factory=deque)
     deaths: dict[int, list[str]] = field(default_factory=dict)
@@ -560,7 +562,7 @@ class Supervisor:
         number = len(self.graders)
         # Not daemonic: a grader starts worker processes, which daemons may not do.
         process = self.context.Process(
-            target=grader_process, args=(number, tasks, self.results, self.settings)
+            target=self.target, args=(number, tasks, self.results, self.settings)
         )
         process.start()
         grader = Grader(number, process, tasks)
@@ -685,11 +687,12 @@ def grade_all(
     settings: GradeSettings,
     jobs: int,
     progress: Callable[[int], Any] | None = None,
+    grader: Callable[..., None] = grader_process,
 ) -> RunOutcome:
     """Grade ``todo`` (see :func:`pending`) with ``jobs`` supervised grader processes."""
     if not todo:
         return RunOutcome(0, False, {})
-    return Supervisor(todo, out, settings, progress).run(jobs)
+    return Supervisor(todo, out, settings, progress, grader).run(jobs)
 
 
 # -- the gradebook files ---------------------------------------------------------------------
