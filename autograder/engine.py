@@ -64,6 +64,8 @@ class GradeSettings:
     memory_mb: int = 2048
     feedback: bool = False
     """Also collect what the feedback report shows (the attention heatmaps)."""
+    overrun_grace: float = 15.0
+    """Seconds beyond ``budget`` a grader may spend on one submission before it is stopped."""
 
 
 def sha256_file(path: Path) -> str:
@@ -379,7 +381,7 @@ def grade_safely(submission: Submission, settings: GradeSettings, slot: int) -> 
 
 _stopping = False
 SLOT_FOLDER = Path(tempfile.gettempdir()) / f"attnkit-grader-slots-{os.geteuid()}"
-MAX_SLOTS = 1000
+MAX_SLOTS = 64
 PR_SET_PDEATHSIG = 1
 
 
@@ -506,7 +508,7 @@ def missing(submissions: list[Submission], out: Path) -> list[Submission]:
 def overrun_limit(settings: GradeSettings) -> float:
     """Seconds a grader may spend on one submission, from its first byte, before it is
     stopped: the budget, plus room for the grader's own work around the sandboxed calls."""
-    return settings.budget + max(15.0, settings.budget / 2)
+    return settings.budget + max(settings.overrun_grace, settings.budget / 2)
 
 
 def describe_grader_exit(exitcode: int | None) -> str:
