@@ -360,15 +360,35 @@ def identified(record: dict[str, Any], submission: Submission) -> dict[str, Any]
     return record
 
 
+def worker_killed(record: dict[str, Any]) -> bool:
+    """A sandboxed worker died of SIGKILL during grading. The worker's own limits do not
+    end it that way (memory fails allocations, a timeout is reported as such), so the
+    likeliest cause is something outside the sandbox: the machine, or another process."""
+    from .isolation import describe_exit
+
+    killed = describe_exit(-signal.SIGKILL)
+    return any(killed in str(test.get("message")) for test in record.get("tests", []))
+
+
 def grade_safely(submission: Submission, settings: GradeSettings, slot: int) -> dict[str, Any]:
-    """grade_submission, retried once if the grader itself fails; a second failure is
-    recorded as the grader's error (``fault: "grader"``), never as the student's."""
+    """grade_submission, retried once if the grader itself fails or a worker is killed from
+    outside. A second failure of the grader is recorded as the grader's error
+    (``fault: "grader"``), never as the student's; a second kill keeps its verdicts."""
     failures = []
-    for _ in range(2):
+    for attempt in range(2):
         try:
-            return identified(grade_submission(submission, settings, slot), submission)
+            record = grade_submission(submission, settings, slot)
         except Exception as exc:  # a bug in the kit must not cost other students their grades
             failures.append(repr(exc))
+            continue
+        if attempt == 0 and worker_killed(record):
+            continue
+        if attempt == 1:
+            record["notes"] = [
+                "graded a second time: the first attempt was cut short by the grader's fault",
+                *record.get("notes", []),
+            ]
+        return identified(record, submission)
     reason = (
         f"the grader failed twice on this submission ({failures[-1][:300]}): a fault of the "
         "grader, not of the submission. Run the same command again to retry it"

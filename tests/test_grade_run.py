@@ -313,3 +313,21 @@ def test_a_grader_killed_from_outside_is_the_graders_fault_and_a_rerun_grades(tm
     assert rerun.returncode == 0, rerun.stderr.decode()[-2000:]
     record = json.loads((out / "grades.json").read_text())["submissions"][0]
     assert (record["status"], record["score"]) == ("graded", 13.0)
+
+
+def test_a_worker_killed_from_outside_is_regraded_once(tmp_path: Path, monkeypatch) -> None:
+    from attnkit_autograder.isolation import describe_exit
+
+    submission = fake_class(tmp_path, ["ann"])[0]
+    killed = f"the submission's process {describe_exit(-signal.SIGKILL)}"
+    graded = {**error_record(submission, ""), "status": "graded", "error": None}
+    cut_short = {**graded, "tests": [{**graded["tests"][0], "status": "error", "message": killed}]}
+    answers = [cut_short, graded]
+    monkeypatch.setattr(engine, "grade_submission", lambda *args: answers.pop(0))
+    record = engine.grade_safely(submission, FAST, 0)
+    assert answers == [] and record["tests"] == graded["tests"]
+    assert record["notes"][0].startswith("graded a second time")
+    # Killed again: a worker can kill itself, so the second attempt's verdicts stand.
+    answers = [cut_short, cut_short]
+    record = engine.grade_safely(submission, FAST, 0)
+    assert answers == [] and record["tests"][0]["message"] == killed
