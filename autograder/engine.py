@@ -383,11 +383,9 @@ def grade_safely(submission: Submission, settings: GradeSettings, slot: int) -> 
             continue
         if attempt == 0 and worker_killed(record):
             continue
-        if attempt == 1:
-            record["notes"] = [
-                "graded a second time: the first attempt was cut short by the grader's fault",
-                *record.get("notes", []),
-            ]
+        if attempt == 1:  # kept out of grades.json, which must not depend on such accidents
+            run = record.setdefault("run", {})
+            run["regraded"] = failures[-1] if failures else "a sandboxed worker was killed"
         return identified(record, submission)
     reason = (
         f"the grader failed twice on this submission ({failures[-1][:300]}): a fault of the "

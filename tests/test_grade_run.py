@@ -326,7 +326,8 @@ def test_a_worker_killed_from_outside_is_regraded_once(tmp_path: Path, monkeypat
     monkeypatch.setattr(engine, "grade_submission", lambda *args: answers.pop(0))
     record = engine.grade_safely(submission, FAST, 0)
     assert answers == [] and record["tests"] == graded["tests"]
-    assert record["notes"][0].startswith("graded a second time")
+    assert record["run"]["regraded"] == "a sandboxed worker was killed"
+    assert "run" not in engine.public_record(record)
     # Killed again: a worker can kill itself, so the second attempt's verdicts stand.
     answers = [cut_short, cut_short]
     record = engine.grade_safely(submission, FAST, 0)
