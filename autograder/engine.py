@@ -400,6 +400,8 @@ def grade_safely(submission: Submission, settings: GradeSettings, slot: int) -> 
 _stopping = False
 SLOT_FOLDER = Path(tempfile.gettempdir()) / f"attnkit-grader-slots-{os.geteuid()}"
 MAX_SLOTS = 64
+CHECK_EVERY = 0.5
+"""Seconds between the supervisor's checks for graders that died or overran."""
 PR_SET_PDEATHSIG = 1
 
 
@@ -666,10 +668,13 @@ class Supervisor:
         for _ in range(max(1, min(jobs, len(self.todo)))):
             self.start_grader()
         try:
+            checked = time.monotonic()
             while len(self.finished) < len(self.todo):
                 with contextlib.suppress(queue.Empty):
-                    self.on_message(self.results.get(timeout=0.5))
-                    continue
+                    self.on_message(self.results.get(timeout=CHECK_EVERY))
+                if time.monotonic() - checked < CHECK_EVERY:
+                    continue  # a busy queue must not postpone the checks for long
+                checked = time.monotonic()
                 for grader in list(self.graders):
                     self.check(grader)
                 if not any(g.index is not None for g in self.graders):
