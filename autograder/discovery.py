@@ -207,15 +207,21 @@ def identify_folder(name: str) -> tuple[str, str, str]:
     return name, "student folder", ""
 
 
-def renamed_copy(student: str, path: Path) -> str | None:
-    """Why an id taken from a file name looks like a renamed copy rather than a student."""
-    if not COPY_MARKERS.search(student):
-        return None
-    return (
+def renamed_copy(candidate: Candidate) -> Candidate:
+    """The candidate, refused if its id came from a file name that reads like a renamed copy
+    (``s04-np-colab-copy_Copy of 02_self_attention.ipynb``) rather than a student's name."""
+    submission = candidate.submission
+    if submission.problem or submission.id_rule != "file name":
+        return candidate
+    if not COPY_MARKERS.search(submission.student):
+        return candidate
+    path = submission.path
+    reason = (
         f"{path.name} does not look like <student>_<assignment>{path.suffix}: the student id "
-        f"would be {student!r}, which reads like a renamed copy. Rename the file after the "
-        "student (or put it in a folder named after the student) and grade again"
+        f"would be {submission.student!r}, which reads like a renamed copy. Rename the file "
+        "after the student (or put it in a folder named after the student) and grade again"
     )
+    return replace(candidate, submission=replace(submission, problem=reason))
 
 
 # -- walking the folder ---------------------------------------------------------------------------
@@ -283,8 +289,6 @@ def file_candidate(
     lms_number, attempt, notes = "", "", ()
     if at_root:
         student, rule, lms_number, attempt, notes = identify_file(path.name, slug)
-        if rule == "file name" and reason is None:
-            reason = renamed_copy(student, path)
     if slug is None and reason is None:
         reason = (
             "cannot tell which assignment this is: name the file after it "
@@ -420,6 +424,8 @@ def discover(root: Path, forced_assignment: str | None = None) -> list[Submissio
     if (root / "submitted").is_dir():
         root = root / "submitted"
     candidates = separate_namesakes(list(walk(root, forced_assignment)))
+    if len(candidates) > 1:  # with one file (Gradescope's upload) the id does not matter
+        candidates = [renamed_copy(c) for c in candidates]
     groups: dict[tuple[str, str], list[Candidate]] = {}
     for candidate in candidates:
         groups.setdefault(group_key(candidate), []).append(candidate)

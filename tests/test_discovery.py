@@ -249,3 +249,10 @@ def test_grader_failures_are_retried_once_then_blamed_on_the_grader(tmp_path, mo
     write_atomic(result_path(tmp_path, submission), json.dumps(record))
     assert engine.missing([submission], tmp_path) == [submission]  # a rerun retries it
     assert "fault" not in engine.collect(tmp_path, [submission])[0]
+
+
+def test_a_lone_upload_keeps_its_name_whatever_it_is(tmp_path: Path) -> None:
+    """Gradescope hands the grader one student's upload: its name is no student id to check."""
+    (tmp_path / f"Copy of {SLUG} (1).ipynb").write_bytes(NOTEBOOK.read_bytes())
+    [only] = discover(tmp_path, SLUG)
+    assert only.problem is None and only.assignment == SLUG
