@@ -163,17 +163,19 @@ def cmd_grade(args: argparse.Namespace) -> int:
             )
         with tqdm(total=len(todo), unit="submission", desc="grading", disable=None) as bar:
             outcome = engine.grade_all(todo, args.out, settings, args.jobs, progress=bar.update)
+        absent = engine.missing(submissions, args.out)
         try:
             records = engine.write_gradebook(args.out, submissions)
         except OSError as exc:
+            if absent:
+                report_missing(absent, outcome.lost, engine.result_path, args.out)
             raise KitError(
                 engine.disk_advice(args.out / "grades.json", exc) + ".",
-                "grades.json and grades.csv are unchanged: both still hold the previous run.",
+                "grades.json and grades.csv were left as they were (both old, never half-written).",
             ) from None
         if args.feedback:
             feedback = instructor_module("attnkit_autograder.feedback")
             reports = feedback.write_feedback(args.out)
-        absent = engine.missing(submissions, args.out)
     print(engine.summary_table(records))
     print(f"wrote {args.out / 'grades.json'} and {args.out / 'grades.csv'}")
     if args.feedback:

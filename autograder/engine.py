@@ -684,7 +684,8 @@ class Supervisor:
                 stop(grader.process)
             return RunOutcome(self.graded(), True, self.lost)
         for index in self.waiting:
-            self.lost[result_path(self.out, self.todo[index])] = self.halt or "not graded"
+            why = f"not graded: the run stopped handing out work because {self.halt}"
+            self.lost[result_path(self.out, self.todo[index])] = why
         for grader in self.graders:
             if grader.process.is_alive():
                 with contextlib.suppress(OSError, ValueError):
