@@ -402,6 +402,9 @@ SLOT_FOLDER = Path(tempfile.gettempdir()) / f"attnkit-grader-slots-{os.geteuid()
 MAX_SLOTS = 64
 CHECK_EVERY = 0.5
 """Seconds between the supervisor's checks for graders that died or overran."""
+STARTUP_LIMIT = 600.0
+"""Seconds a grader may take to start on a submission it was handed (its own start-up:
+interpreter, torch, the references), before it is stopped and replaced."""
 PR_SET_PDEATHSIG = 1
 
 
@@ -439,6 +442,20 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+def warm_up(slug: str | None) -> None:
+    """Load the references of ``slug`` and their cached answers, by running its hidden suite
+    against them once. This is the grader's own start-up cost: paid here, before the
+    supervisor starts the clock, it is not charged to the first student's budget. Best
+    effort: if it fails, the first submission simply pays for it."""
+    if slug not in ASSIGNMENTS:
+        return
+    from .harness import reference_implementation
+
+    reference = reference_implementation(slug)
+    with contextlib.suppress(Exception):
+        run_suite(reference, slug, reference)
+
+
 def deliver(record: dict[str, Any], target: Path) -> tuple[str, str]:
     """Write a result file; ("done", status), or ("lost", why) when it cannot be written."""
     try:
@@ -462,6 +479,7 @@ def grader_process(number: int, tasks: Any, results: Any, settings: GradeSetting
         from .isolation import zygote
 
         zygote()
+        warmed: set[str | None] = set()
         with contextlib.redirect_stdout(io.StringIO()):
             while not _stopping:
                 try:
@@ -473,8 +491,12 @@ def grader_process(number: int, tasks: Any, results: Any, settings: GradeSetting
                 if item is None:
                     return
                 index, fields, target = item
+                submission = Submission(**fields)
+                if submission.assignment not in warmed:
+                    warm_up(submission.assignment)
+                    warmed.add(submission.assignment)
                 results.put(("start", number, index, ""))
-                record = grade_safely(Submission(**fields), settings, slot)
+                record = grade_safely(submission, settings, slot)
                 if _stopping:
                     return  # never record a submission whose grading was cut short
                 outcome, detail = deliver(record, Path(target))
@@ -553,7 +575,10 @@ class Grader:
     process: Any
     tasks: Any
     index: int | None = None
+    assigned: float = 0.0
+    """When the grader was handed its submission (monotonic clock)."""
     started: float | None = None
+    """When it said it started on it: the budget's clock."""
 
 
 @dataclass
@@ -598,7 +623,7 @@ class Supervisor:
             submission = self.todo[index]
             target = str(result_path(self.out, submission))
             grader.tasks.put((index, asdict(submission), target))
-            grader.index = index
+            grader.index, grader.assigned = index, time.monotonic()
         else:
             grader.tasks.put(None)
 
@@ -633,36 +658,44 @@ class Supervisor:
         self.hand_out(grader)
 
     def check(self, grader: Grader) -> None:
-        """Stop a grader that overran its submission's budget; replace one that died."""
+        """Stop a grader that overran its submission's budget, or that never started on it;
+        replace one that died."""
         index = grader.index
         if index is None:
             return
-        limit = overrun_limit(self.settings)
-        overran = grader.started is not None and time.monotonic() - grader.started > limit
-        if grader.process.is_alive() and not overran:
-            return
-        if overran:
+        now = time.monotonic()
+        if grader.started is not None and now - grader.started > overrun_limit(self.settings):
             stop(grader.process)
             reason = (
                 f"timeout: grading used up the submission's {self.settings.budget:g} s budget "
                 "(reading the notebook included) and was stopped"
             )
             self.record(index, error_record(self.todo[index], reason, TIMEOUT))
+        elif grader.started is None and now - grader.assigned > STARTUP_LIMIT:
+            stop(grader.process)
+            self.retry_or_blame(index, f"did not start grading within {STARTUP_LIMIT:g} s")
+        elif grader.process.is_alive():
+            return
         elif already_graded(self.out, self.todo[index]):
             self.finish(index)  # it wrote the result, then died before saying so
         else:
-            cause = f"the grader process {describe_grader_exit(grader.process.exitcode)}"
-            self.deaths.setdefault(index, []).append(cause)
-            if len(self.deaths[index]) < 2:
-                self.waiting.appendleft(index)
-            else:
-                reason = (
-                    f"{cause} twice while grading this submission: a fault of the grader, not "
-                    "of the submission. Run the same command again to retry it"
-                )
-                self.record(index, error_record(self.todo[index], reason, fault="grader"))
+            self.retry_or_blame(index, describe_grader_exit(grader.process.exitcode))
         grader.index = None
         self.start_grader()
+
+    def retry_or_blame(self, index: int, what: str) -> None:
+        """The grader failed on ``index`` (``what`` it did): retry once, then record it as
+        the grader's fault."""
+        cause = f"the grader process {what}"
+        self.deaths.setdefault(index, []).append(cause)
+        if len(self.deaths[index]) < 2:
+            self.waiting.appendleft(index)
+            return
+        reason = (
+            f"{cause} twice while grading this submission: a fault of the grader, not "
+            "of the submission. Run the same command again to retry it"
+        )
+        self.record(index, error_record(self.todo[index], reason, fault="grader"))
 
     def run(self, jobs: int) -> RunOutcome:
         for _ in range(max(1, min(jobs, len(self.todo)))):

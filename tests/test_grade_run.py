@@ -32,8 +32,10 @@ def misbehaving_grader(number: int, tasks: Any, results: Any, settings: GradeSet
     """Speaks grader_process's protocol; the student's name says how it misbehaves."""
     while (item := tasks.get()) is not None:
         index, fields, target = item
-        results.put(("start", number, index, ""))
         submission = Submission(**fields)
+        if submission.student.startswith("mute"):
+            time.sleep(600)  # never says it started
+        results.put(("start", number, index, ""))
         seen = submission.path.with_suffix(".seen")
         if submission.student.startswith("slow"):
             time.sleep(600)
@@ -80,6 +82,17 @@ def test_overruns_deaths_and_flaky_graders_all_end_with_a_result(tmp_path: Path)
     assert "not of the submission" in records["dies"]["error"]
     # The grader's fault is not a result: the run is incomplete, and a rerun retries it.
     assert [s.student for s in missing(todo, out)] == ["dies"]
+
+
+@pytest.mark.slow
+def test_a_grader_that_never_starts_is_replaced_then_blamed(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(engine, "STARTUP_LIMIT", 15.0)  # room for a spawned start-up
+    todo = fake_class(tmp_path / "subs", ["mute", "ann"])
+    outcome = grade_all(todo, tmp_path / "out", FAST, jobs=1, grader=misbehaving_grader)
+    records = {r["student"]: r for r in engine.collect(tmp_path / "out", todo)}
+    assert outcome.graded == 2 and records["ann"]["status"] == "graded"
+    assert "did not start grading within 15 s twice" in records["mute"]["error"]
+    assert [s.student for s in missing(todo, tmp_path / "out")] == ["mute"]
 
 
 @pytest.mark.slow
