@@ -192,10 +192,17 @@ def cmd_grade(args: argparse.Namespace) -> int:
                 f"{skipped} submission(s) already graded in {args.out}: skipped (--force regrades)"
             )
         with tqdm(total=len(todo), unit="submission", desc="grading", disable=None) as bar:
-            _, interrupted = engine.grade_all(
-                todo, args.out, settings, args.jobs, progress=bar.update
-            )
-        records = engine.write_gradebook(args.out)
+            outcome = engine.grade_all(todo, args.out, settings, args.jobs, progress=bar.update)
+        absent = engine.missing(submissions, args.out)
+        try:
+            records = engine.write_gradebook(args.out, submissions)
+        except OSError as exc:
+            if absent:
+                report_missing(absent, outcome.lost, engine.result_path, args.out)
+            raise KitError(
+                engine.disk_advice(args.out / "grades.json", exc) + ".",
+                "grades.json and grades.csv were left as they were (both old, never half-written).",
+            ) from None
         if args.feedback:
             feedback = instructor_module("attnkit_autograder.feedback")
             reports = feedback.write_feedback(args.out)
@@ -203,19 +210,35 @@ def cmd_grade(args: argparse.Namespace) -> int:
     print(f"wrote {args.out / 'grades.json'} and {args.out / 'grades.csv'}")
     if args.feedback:
         print(f"wrote {len(reports)} feedback reports (HTML and text) in {args.out / 'feedback'}")
-    nbgrader_gradebook = instructor_module("attnkit_autograder.nbgrader_gradebook")
-    course = args.gradebook or nbgrader_gradebook.find_course(args.submissions)
-    if course is not None and not interrupted:
-        for note in nbgrader_gradebook.push_grades(course, records):
-            print(f"note: {note}")
-        print(f"grades written to the nbgrader gradebook of {course}")
-    if interrupted:
+    if outcome.interrupted:
         print(
             "interrupted: the results so far are saved; run the same command to resume",
             file=sys.stderr,
         )
         return 130
+    nbgrader_gradebook = instructor_module("attnkit_autograder.nbgrader_gradebook")
+    course = args.gradebook or nbgrader_gradebook.find_course(args.submissions)
+    if course is not None:
+        for note in nbgrader_gradebook.push_grades(course, records):
+            print(f"note: {note}")
+        print(f"grades written to the nbgrader gradebook of {course}")
+    if absent:
+        report_missing(absent, outcome.lost, engine.result_path, args.out)
+        return 1
     return 0
+
+
+def report_missing(absent: list, lost: dict, result_path: Callable, out: Path) -> None:
+    """Name every submission the run could not record, and why; the run then exits 1."""
+    print(
+        f"INCOMPLETE: {len(absent)} submission(s) have no result, so grades.json and "
+        "grades.csv leave them out:",
+        file=sys.stderr,
+    )
+    for submission in absent:
+        why = lost.get(result_path(out, submission), "no result was recorded")
+        print(f"  {submission.student!r} ({submission.path}): {why}", file=sys.stderr)
+    print("Run the same command again to grade them; graded work is kept.", file=sys.stderr)
 
 
 def cmd_gradescope(args: argparse.Namespace) -> int:

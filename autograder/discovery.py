@@ -2,120 +2,432 @@
 
 * nbgrader:       ``submitted/<student>/<assignment>/<notebook>.ipynb`` (the folder given
                   may be ``submitted/`` or the course folder that holds it);
-* one folder per student: ``<root>/<student>/*.ipynb`` (or ``.py``);
-* single files:   ``<root>/<student>.ipynb``, ``<root>/<student>_<assignment>.ipynb``, or
-                  one file given directly.
+* one folder per student: ``<root>/<student>/**/*.ipynb`` (or ``.py``), up to
+  :data:`MAX_FOLDER_DEPTH` folders deep; Moodle's ``Full Name_12345_assignsubmission_file_``
+  folders count as the student ``Full Name``;
+* single files:   ``<root>/<student>_<assignment>.ipynb``, ``<root>/<student>.ipynb``, an LMS
+  download name (Canvas, Blackboard: see :func:`identify_file`), or one file given directly.
 
-The assignment of a file comes from ``--assignment``, from the nbgrader folder name,
-from an assignment name in the file name (``02_self_attention``), or from the
-notebook's own metadata. A file whose assignment cannot be told is still listed, with
-the reason, so that it is reported as ungradable rather than silently skipped.
+Discovery never fails for the class: whatever one file or folder holds, it yields a
+:class:`Submission`, with a ``problem`` when it cannot be graded. Nothing is followed or
+opened that is not a regular file: symbolic links, devices, FIFOs and sockets are refused
+from ``lstat`` alone, and files are opened with ``O_NOFOLLOW``. Reading a file is bounded
+(:data:`MAX_SUBMISSION_BYTES`) and linear in its size, nesting depth included.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
-from dataclasses import dataclass
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from attnkit.assignments import ASSIGNMENTS
 
 SUFFIXES = (".ipynb", ".py")
-IGNORED_DIRS = {".ipynb_checkpoints", "__pycache__", ".git", "feedback"}
+IGNORED_DIRS = {"__pycache__", "feedback"}
+MAX_SUBMISSION_BYTES = 32 * 1024**2
+MAX_FOLDER_DEPTH = 4
+"""Folders below a student's folder that are searched (``student/a/b/c/d/nb.ipynb``)."""
+
+CANVAS = re.compile(
+    r"^(?P<name>[^_]+?)(?P<late>_late)?_(?P<user>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.IGNORECASE
+)
+MOODLE = re.compile(r"^(?P<name>.+?)_(?P<number>\d+)_assignsubmission_[a-z]+_?$")
+BLACKBOARD = re.compile(
+    r"^(?P<title>.+)_(?P<user>[^_]+)_attempt_(?P<when>\d{4}(?:-\d{2}){5})(?:_(?P<file>.+))?$"
+)
+COPY_MARKERS = re.compile(r"copy of|\bcopy\b|[-_ ]copy$|\(\d+\)|colab", re.I)
 
 
 @dataclass(frozen=True)
 class Submission:
+    """One student's work on one assignment, or the reason it cannot be graded.
+
+    ``student`` is the exact id; ``sha256`` is the digest of the bytes discovery read (empty
+    when the file was refused unread). ``id_rule`` says which naming convention gave the id,
+    and ``notes`` carry what discovery noticed (a late upload, files it set aside).
+    """
+
     student: str
     assignment: str | None
     path: Path
     problem: str | None = None
+    sha256: str = ""
+    id_rule: str = "file name"
+    notes: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.student}/{self.assignment or 'unknown'}"
 
 
-def assignment_of(path: Path, forced: str | None) -> str | None:
-    if forced:
-        return forced
-    for slug in ASSIGNMENTS:
-        if slug in path.name:
-            return slug
-    if path.suffix == ".ipynb":
-        try:
-            head = json.loads(path.read_text(encoding="utf-8"))
-            slug = head.get("metadata", {}).get("attnkit", {}).get("assignment")
-            if slug in ASSIGNMENTS:
-                return slug
-        except (OSError, ValueError, AttributeError):
-            pass  # unreadable files are reported when they are graded
+@dataclass(frozen=True)
+class Candidate:
+    """A file (or a refused entry) before submissions are grouped per student and assignment."""
+
+    submission: Submission
+    lms_number: str = ""
+    """The LMS's own number for the student: tells apart two students with the same name."""
+    attempt: str = ""
+    """Sortable attempt time (Blackboard): the latest attempt is graded."""
+    folder_parts: tuple[str, ...] = field(default=())
+
+
+class Refused(Exception):
+    """A file the grader will not open; the message is the reason."""
+
+
+# -- reading one file, safely and in bounded time ----------------------------------------------
+
+
+def refusal(path: Path, mode: int, size: int) -> str | None:
+    """Why ``lstat``'s answer rules the entry out, without opening or following it."""
+    if stat.S_ISLNK(mode):
+        return (
+            f"{path} is a symbolic link: the grader never follows links. "
+            "Copy the real file into the submissions folder."
+        )
+    if not stat.S_ISREG(mode):
+        return f"{path} is not a regular file (a device, FIFO or socket); submit a notebook file"
+    if size > MAX_SUBMISSION_BYTES:
+        return (
+            f"{path} is {size / 1024**2:.1f} MiB, over the {MAX_SUBMISSION_BYTES // 1024**2} MiB "
+            "limit: clear the notebook's outputs (Edit > Clear All Outputs) and save it again"
+        )
     return None
 
 
-def student_from_filename(path: Path, assignment: str | None) -> str:
-    name = path.stem
-    if assignment:
-        name = name.replace(assignment, "")
-    name = re.sub(r"^[\s_.-]+|[\s_.-]+$", "", name)
-    return name or path.stem
+def read_submission_file(path: Path) -> bytes:
+    """The bytes of a regular file, read through ``O_NOFOLLOW`` with the size limit enforced.
+
+    Raises :class:`Refused` for anything else, checked again on the open descriptor so that
+    a file swapped for a link after ``lstat`` is still refused.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP: the last component is a symbolic link
+            raise Refused(refusal(path, stat.S_IFLNK, 0)) from None
+        raise Refused(f"{path} cannot be read ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        reason = refusal(path, info.st_mode, info.st_size)
+        if reason:
+            raise Refused(reason)
+        chunks, total = [], 0
+        while chunk := os.read(fd, 1024 * 1024):
+            total += len(chunk)
+            if total > MAX_SUBMISSION_BYTES:
+                raise Refused(refusal(path, stat.S_IFREG, total) or "")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
-def files_in(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in SUFFIXES)
+def parse_notebook(data: bytes, path: Path) -> tuple[object, str | None]:
+    """(the parsed JSON, or why it cannot be parsed). Linear in the size: the C parser stops
+    at the interpreter's recursion limit, which no real notebook comes near; such a file is
+    :class:`Refused`, since the grader's own parser would fail on it the same way."""
+    try:
+        return json.loads(data.decode("utf-8")), None
+    except UnicodeDecodeError as exc:
+        return None, f"{path} is not UTF-8 text (bad byte at position {exc.start})"
+    except RecursionError:
+        raise Refused(
+            f"{path} nests JSON deeper than any notebook does: re-download or re-save it "
+            "from Jupyter"
+        ) from None
+    except ValueError as exc:
+        return None, f"{path} is not valid notebook JSON ({exc}); re-download or re-save it"
 
 
-def subdirs(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_dir() and p.name not in IGNORED_DIRS)
+def metadata_assignment(notebook: object) -> str | None:
+    """The assignment a notebook's metadata names, if it names a known one."""
+    metadata = notebook.get("metadata") if isinstance(notebook, dict) else None
+    kit = metadata.get("attnkit") if isinstance(metadata, dict) else None
+    slug = kit.get("assignment") if isinstance(kit, dict) else None
+    return slug if isinstance(slug, str) and slug in ASSIGNMENTS else None
 
 
-def discover(root: Path, forced_assignment: str | None = None) -> list[Submission]:
-    if root.is_file():
-        slug = assignment_of(root, forced_assignment)
-        return [make(student_from_filename(root, slug), slug, root)]
-    if (root / "submitted").is_dir():
-        root = root / "submitted"
-    found: list[Submission] = []
-    for path in files_in(root):
-        slug = assignment_of(path, forced_assignment)
-        found.append(make(student_from_filename(path, slug), slug, path))
-    for student_dir in subdirs(root):
-        assignment_dirs = [d for d in subdirs(student_dir) if d.name in ASSIGNMENTS]
-        if assignment_dirs:  # nbgrader layout
-            for folder in assignment_dirs:
-                if forced_assignment and folder.name != forced_assignment:
-                    continue
-                found.append(pick(student_dir.name, folder.name, files_in(folder), folder))
-            continue
-        by_assignment: dict[str | None, list[Path]] = {}
-        for path in files_in(student_dir):
-            by_assignment.setdefault(assignment_of(path, forced_assignment), []).append(path)
-        for slug, paths in by_assignment.items():
-            found.append(pick(student_dir.name, slug, paths, student_dir))
-    return found
+# -- who and which assignment --------------------------------------------------------------------
 
 
-def make(student: str, slug: str | None, path: Path) -> Submission:
-    problem = (
-        None
-        if slug
-        else (
+def text_id(name: str) -> str:
+    """A file name as a printable id: bytes that are not UTF-8 are shown as U+FFFD, with a
+    short digest of the raw bytes so two such names stay distinct."""
+    raw = os.fsencode(name)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"{raw.decode('utf-8', 'replace')}~{hashlib.sha256(raw).hexdigest()[:6]}"
+
+
+def slug_in(names: tuple[str, ...]) -> str | None:
+    for name in reversed(names):
+        for slug in ASSIGNMENTS:
+            if slug in name:
+                return slug
+    return None
+
+
+def identify_file(name: str, slug: str | None) -> tuple[str, str, str, str, tuple[str, ...]]:
+    """(student, id rule, LMS number, attempt, notes) for a file directly in the root folder.
+
+    Canvas names files ``name_12345_67890_original.ipynb`` (``name_LATE_...`` when late);
+    Blackboard ``Title_username_attempt_2024-03-01-10-00-00_original.ipynb``. Any other name
+    is ``<student>_<assignment>.ipynb`` or ``<student>.ipynb``: the id is what remains once
+    the assignment is taken out.
+    """
+    stem = text_id(Path(name).stem)
+    canvas = CANVAS.match(stem)
+    if canvas:
+        notes = ("Canvas marked this submission LATE",) if canvas["late"] else ()
+        return canvas["name"], "canvas", canvas["user"], "", notes
+    blackboard = BLACKBOARD.match(stem)
+    if blackboard:
+        return blackboard["user"], "blackboard", "", blackboard["when"], ()
+    student = stem.replace(slug, "") if slug else stem
+    student = re.sub(r"^[\s_.-]+|[\s_.-]+$", "", student)
+    return student or stem, "file name", "", "", ()
+
+
+def identify_folder(name: str) -> tuple[str, str, str]:
+    """(student, id rule, LMS number) for a folder directly in the root folder."""
+    name = text_id(name)
+    moodle = MOODLE.match(name)
+    if moodle:
+        return moodle["name"], "moodle", moodle["number"]
+    return name, "student folder", ""
+
+
+def renamed_copy(candidate: Candidate) -> Candidate:
+    """The candidate, refused if its id came from a file name that reads like a renamed copy
+    (``s04-np-colab-copy_Copy of 02_self_attention.ipynb``) rather than a student's name."""
+    submission = candidate.submission
+    if submission.problem or submission.id_rule != "file name":
+        return candidate
+    if not COPY_MARKERS.search(submission.student):
+        return candidate
+    path = submission.path
+    reason = (
+        f"{path.name} does not look like <student>_<assignment>{path.suffix}: the student id "
+        f"would be {submission.student!r}, which reads like a renamed copy. Rename the file "
+        "after the student (or put it in a folder named after the student) and grade again"
+    )
+    return replace(candidate, submission=replace(submission, problem=reason))
+
+
+# -- walking the folder ---------------------------------------------------------------------------
+
+
+def entries(folder: Path) -> Iterator[tuple[Path, os.stat_result | None, str | None]]:
+    """(path, lstat, None) for each entry of ``folder``, sorted; (folder, None, reason) if the
+    folder cannot be listed."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as exc:
+        yield folder, None, f"{folder} cannot be listed ({exc.strerror or exc})"
+        return
+    for name in names:
+        path = folder / name
+        try:
+            yield path, os.lstat(path), None
+        except OSError as exc:
+            yield path, None, f"{path} cannot be examined ({exc.strerror or exc})"
+
+
+def looks_like_submission(path: Path) -> bool:
+    """A name that is (or may be, for a link or an odd entry) one of the kinds we grade."""
+    return path.suffix in SUFFIXES
+
+
+def examine(
+    path: Path, folder_parts: tuple[str, ...], forced: str | None
+) -> tuple[str | None, str | None, str]:
+    """(assignment, problem, sha256) of one file; never raises."""
+    try:
+        data = read_submission_file(path)
+    except Refused as exc:
+        return forced or slug_in((*folder_parts, path.name)), str(exc), ""
+    except Exception as exc:  # anything at all about one file is that file's problem
+        return forced or slug_in((*folder_parts, path.name)), f"{path}: {exc!r}"[:500], ""
+    digest = hashlib.sha256(data).hexdigest()
+    slug = forced or slug_in((*folder_parts, path.name))
+    if path.suffix != ".ipynb":
+        return slug, None, digest
+    try:
+        notebook, damage = parse_notebook(data, path)
+    except Refused as exc:
+        return slug, str(exc), digest
+    if slug is None:
+        return metadata_assignment(notebook), damage, digest
+    return slug, None, digest  # other damage is reported, in detail, when it is graded
+
+
+def file_candidate(
+    path: Path,
+    info: os.stat_result | None,
+    student: str,
+    rule: str,
+    folder_parts: tuple[str, ...],
+    forced: str | None,
+    at_root: bool,
+) -> Candidate:
+    """A candidate for one file entry, refused from its lstat where that suffices."""
+    reason = None if info is None else refusal(path, info.st_mode, info.st_size)
+    if reason:
+        slug, digest = forced or slug_in((*folder_parts, path.name)), ""
+    else:
+        slug, reason, digest = examine(path, folder_parts, forced)
+    lms_number, attempt, notes = "", "", ()
+    if at_root:
+        student, rule, lms_number, attempt, notes = identify_file(path.name, slug)
+    if slug is None and reason is None:
+        reason = (
             "cannot tell which assignment this is: name the file after it "
             "(e.g. 02_self_attention.ipynb) or pass --assignment"
         )
+    submission = Submission(student, slug, path, reason, digest, rule, notes)
+    return Candidate(submission, lms_number, attempt, folder_parts)
+
+
+def walk_student(
+    folder: Path, student: str, rule: str, number: str, forced: str | None
+) -> Iterator[Candidate]:
+    """Every submission file under one student's folder, or one candidate saying there is none."""
+    found = False
+    for candidate in walk_folder(folder, student, rule, number, forced):
+        found = True
+        yield candidate
+    if not found:
+        reason = f"{folder} holds no notebook (.ipynb) or .py file"
+        yield Candidate(Submission(student, forced, folder, reason, "", rule), number)
+
+
+def walk_folder(
+    folder: Path, student: str, rule: str, number: str, forced: str | None
+) -> Iterator[Candidate]:
+    """The candidates under one student's folder, breadth-first and bounded in depth."""
+    pending: list[tuple[Path, tuple[str, ...]]] = [(folder, ())]
+    while pending:
+        current, parts = pending.pop(0)
+        for path, info, problem in entries(current):
+            if problem or info is None:
+                bad = Submission(student, forced, path, problem, "", rule)
+                yield Candidate(bad, number, "", parts)
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                if path.name.startswith(".") or path.name in IGNORED_DIRS:
+                    continue
+                if forced and slug_in((path.name,)) not in (None, forced):
+                    continue  # another assignment's folder (nbgrader layout)
+                if len(parts) >= MAX_FOLDER_DEPTH:
+                    reason = (
+                        f"{path} is nested more than {MAX_FOLDER_DEPTH} folders deep inside "
+                        f"{folder.name}/: move the notebook nearer the top"
+                    )
+                    yield Candidate(Submission(student, forced, path, reason, "", rule), number)
+                    continue
+                pending.append((path, (*parts, path.name)))
+            elif looks_like_submission(path) or (stat.S_ISLNK(info.st_mode) and not path.suffix):
+                candidate = file_candidate(path, info, student, rule, parts, forced, False)
+                yield replace(candidate, lms_number=number)
+
+
+def walk(root: Path, forced: str | None) -> Iterator[Candidate]:
+    """Every candidate under ``root`` (a folder), each entry examined once."""
+    for path, info, problem in entries(root):
+        if problem or info is None:
+            student = text_id(path.stem)
+            yield Candidate(Submission(student, forced, path, problem, "", "file name"))
+        elif stat.S_ISDIR(info.st_mode):
+            if path.name.startswith(".") or path.name in IGNORED_DIRS:
+                continue
+            student, rule, number = identify_folder(path.name)
+            yield from walk_student(path, student, rule, number, forced)
+        elif looks_like_submission(path) or (stat.S_ISLNK(info.st_mode) and not path.suffix):
+            yield file_candidate(path, info, text_id(path.stem), "", (), forced, True)
+
+
+# -- one submission per student and assignment ---------------------------------------------------
+
+
+def group_key(candidate: Candidate) -> tuple[str, str]:
+    """Files share a submission when they are the same student's work on the same
+    assignment; a file of unknown assignment always stands alone."""
+    s = candidate.submission
+    return s.student, s.assignment or f"?{s.path}"
+
+
+def separate_namesakes(candidates: list[Candidate]) -> list[Candidate]:
+    """Two students with the same name but different LMS numbers get ``name_number`` ids."""
+    numbers: dict[tuple[str, str], set[str]] = {}
+    for c in candidates:
+        numbers.setdefault(group_key(c), set()).add(c.lms_number)
+    separated = []
+    for c in candidates:
+        if len(numbers[group_key(c)]) > 1 and c.lms_number:
+            student = f"{c.submission.student}_{c.lms_number}"
+            c = replace(c, submission=replace(c.submission, student=student))
+        separated.append(c)
+    return separated
+
+
+def pick(group: list[Candidate]) -> Submission:
+    """One submission from a student's candidate files for one assignment."""
+    if len(group) == 1:
+        return group[0].submission
+    usable = [c for c in group if c.submission.problem is None]
+    set_aside = tuple(
+        f"set aside {c.submission.path.name}: {c.submission.problem}"
+        for c in group
+        if c.submission.problem
     )
-    return Submission(student, slug, path, problem)
+    attempts = sorted((c for c in usable if c.attempt), key=lambda c: c.attempt)
+    if attempts and len(attempts) == len(usable):
+        latest = attempts[-1].submission
+        note = f"graded the latest of {len(attempts)} attempts ({attempts[-1].attempt})"
+        return replace(latest, notes=(*latest.notes, note, *set_aside))
+    slug = group[0].submission.assignment
+    named = [c for c in usable if c.submission.path.stem == slug]
+    notebooks = [c for c in usable if c.submission.path.suffix == ".ipynb"]
+    for choice in (usable, named, notebooks):
+        if len(choice) == 1:
+            chosen = choice[0].submission
+            return replace(chosen, notes=(*chosen.notes, *set_aside))
+    first = group[0].submission
+    if not usable:
+        return replace(first, notes=set_aside[1:])
+    listed = ", ".join(sorted(c.submission.path.name for c in usable))
+    common = Path(os.path.commonpath([c.submission.path for c in usable]))
+    return replace(
+        first,
+        path=common,
+        sha256="",
+        problem=f"several candidate files ({listed}); keep one",
+    )
 
 
-def pick(student: str, slug: str | None, paths: list[Path], folder: Path) -> Submission:
-    """One submission per student and assignment; several candidates must be resolved."""
-    if not paths:
-        return Submission(student, slug, folder, "no notebook (.ipynb) or .py file was submitted")
-    if slug is None:
-        return make(student, None, paths[0])
-    named = [p for p in paths if p.stem == slug] or [p for p in paths if p.suffix == ".ipynb"]
-    if len(named) == 1 or len(paths) == 1:
-        return Submission(student, slug, (named or paths)[0])
-    listed = ", ".join(p.name for p in paths)
-    return Submission(student, slug, folder, f"several candidate files ({listed}); keep one")
+def discover(root: Path, forced_assignment: str | None = None) -> list[Submission]:
+    """Every submission under ``root``, sorted by student and assignment; never raises for
+    what the files hold (an unreadable ``root`` itself is the only error)."""
+    if root.is_file():
+        candidate = file_candidate(root, os.lstat(root), "", "", (), forced_assignment, True)
+        return [candidate.submission]
+    if (root / "submitted").is_dir():
+        root = root / "submitted"
+    candidates = separate_namesakes(list(walk(root, forced_assignment)))
+    if len(candidates) > 1:  # with one file (Gradescope's upload) the id does not matter
+        candidates = [renamed_copy(c) for c in candidates]
+    groups: dict[tuple[str, str], list[Candidate]] = {}
+    for candidate in candidates:
+        groups.setdefault(group_key(candidate), []).append(candidate)
+    found = [pick(group) for group in groups.values()]
+    return sorted(found, key=lambda s: (s.student, s.assignment or "", str(s.path)))

@@ -3,19 +3,28 @@
 Each submission is graded by one of N grader processes (one per core by default). A
 grader reads the notebook itself, runs the hidden suite here against the submission's
 sandboxed workers, and writes one result file atomically:
-``OUT/results/<student>/<assignment>.json``. Only then does the next submission start,
-so an interrupted run loses at most the submissions in flight, and a rerun skips what
-is already graded (unless ``force``, or the submitted file has changed since).
+``OUT/results/<student-slug>-<hash>/<assignment>.json``. Only then does the next
+submission start, so an interrupted run loses at most the submissions in flight, and a
+rerun skips what is already graded (unless ``force``, or the submitted file has changed).
+
+The main process supervises the graders: one that overruns the submission's budget is
+stopped and the submission gets a ``timeout`` record; one that dies is replaced and its
+submission retried once, then recorded as the grader's error (retried again on the next
+run). :func:`missing` tells which discovered submissions still have no result.
 
 ``grades.json`` and ``grades.csv`` are rebuilt from the result files at the end (and
-on Ctrl-C), atomically. They hold no timings, so a resumed run writes exactly the same
-files as an uninterrupted one. A lock file keeps two graders off the same OUT.
+on Ctrl-C), together and atomically. They hold no timings, so a resumed run writes
+exactly the same files as an uninterrupted one. A lock file keeps two graders off the
+same OUT; runs on different OUTs each have their own sandboxes, which cannot see each
+other (see attnkit_autograder.sandbox).
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import ctypes
+import errno
 import fcntl
 import hashlib
 import io
@@ -23,14 +32,17 @@ import json
 import multiprocessing
 import os
 import queue
+import re
+import shutil
 import signal
 import tempfile
 import time
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -46,13 +58,12 @@ from attnkit.forbidden import scan_source, tampering
 from attnkit.notebook_code import Cell, NotebookError, read_cells
 from attnkit.outcome import ERROR, FAILED, FORBIDDEN, INTERNAL, PASSED, TIMEOUT, Outcome
 
-from .discovery import Submission
+from .discovery import MAX_SUBMISSION_BYTES, Refused, Submission, read_submission_file
 from .harness import run_suite
 from .rubric import GradedCell, graded_cells
 from .sandbox import level_of
 
 SCHEMA = "attnkit-grades/1"
-MAX_SUBMISSION_BYTES = 32 * 1024**2
 STATUS_ORDER = {PASSED: 0, FAILED: 1, ERROR: 2, TIMEOUT: 3, FORBIDDEN: 4}
 
 
@@ -75,13 +86,20 @@ class GradeSettings:
 
         return SandboxSettings(enabled=self.sandbox, user=self.sandbox_user, verdict=find_verdict())
 
+    overrun_grace: float = 15.0
+    """Seconds beyond ``budget`` a grader may spend on one submission before it is stopped."""
+
 
 def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+    """The digest of a regular file, read without following links; "" for anything else."""
+    try:
+        return hashlib.sha256(read_submission_file(path)).hexdigest()
+    except Refused:
+        return ""
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
+def stage(path: Path, text: str) -> str:
+    """Write ``text`` to a fsynced temporary file beside ``path``; returns its name."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -89,16 +107,74 @@ def write_atomic(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    return tmp
+
+
+def write_atomic_files(files: dict[Path, str]) -> None:
+    """Write several files so that readers see all the old ones or all the new ones.
+
+    Every file is staged in full first; only then are they renamed into place, which needs
+    no disk space. A failure while staging (a full disk) leaves every old file untouched.
+    """
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, text in files.items():
+            staged.append((stage(path, text), path))
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _ in staged:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        raise
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
+    write_atomic_files({path: text})
+
+
+def disk_advice(path: Path, exc: OSError) -> str:
+    """What went wrong writing ``path``, and what to do about it."""
+    where = path.parent
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        free = shutil.disk_usage(where).free if where.exists() else 0
+        return (
+            f"cannot write {path}: the disk holding {where} is full ({free // 1024} KiB free). "
+            "Free some space there (a class needs a few MiB) and run the same command again: "
+            "everything graded so far is kept"
+        )
+    return f"cannot write {path} ({exc.strerror or exc}): fix that and run the same command again"
+
+
+STORAGE_CHARACTERS = re.compile(r"[^\w-]+")
+
+
+def storage_name(student: str) -> str:
+    """The folder that holds a student's results: a readable part plus a digest of the exact
+    id, so ids that read alike (``li wei``, ``li_wei``) never share a folder, and no id
+    (``..``, ``/``, control characters, 1,000 characters) can name a path outside it."""
+    readable = STORAGE_CHARACTERS.sub("_", student)[:40].strip("_") or "student"
+    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{readable}-{digest}"
 
 
 def result_path(out: Path, submission: Submission) -> Path:
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in submission.student)
-    return out / "results" / (safe or "_") / f"{submission.assignment or 'unknown'}.json"
+    """``OUT/results/<storage name>/<assignment>.json``, always inside ``OUT/results``."""
+    if submission.assignment in ASSIGNMENTS:
+        name = submission.assignment
+    else:  # several files of unknown assignment may belong to one student
+        name = "unknown-" + hashlib.sha256(os.fsencode(submission.path)).hexdigest()[:12]
+    results = out / "results"
+    path = results / storage_name(submission.student) / f"{name}.json"
+    # The parts are built above from [\w-] and a digest; this guards the guarantee itself.
+    assert os.path.normpath(path).startswith(os.path.normpath(results) + os.sep), path
+    assert len(path.relative_to(results).parts) == 2, path
+    return path
 
 
 # -- grading one submission -------------------------------------------------------------------
@@ -128,21 +204,29 @@ def cell_entry(
     }
 
 
-def error_record(submission: Submission, reason: str) -> dict[str, Any]:
+def error_record(
+    submission: Submission, reason: str, status: str = ERROR, fault: str = "submission"
+) -> dict[str, Any]:
+    """A submission that could not be graded: every graded cell 0 with ``status`` (``error``,
+    or ``timeout`` when the budget ran out). ``fault: "grader"`` marks a failure of the
+    grader itself, which a rerun grades again."""
     slug = submission.assignment
     cells = graded_cells(slug) if slug in ASSIGNMENTS else ()
-    return {
+    record = {
         "student": submission.student,
         "assignment": slug,
         "source": str(submission.path),
-        "source_sha256": sha256_file(submission.path),
+        "source_sha256": submission.sha256 or sha256_file(submission.path),
         "status": "error",
         "error": reason,
         "score": 0.0,
         "max_score": sum(c.points for c in cells),
-        "tests": [cell_entry(c, 0.0, ERROR, reason) for c in cells],
+        "tests": [cell_entry(c, 0.0, status, reason) for c in cells],
         "notes": [],
     }
+    if fault != "submission":
+        record["fault"] = fault
+    return record
 
 
 def static_notes(slug: str, cells: list[Cell]) -> list[str]:
@@ -333,18 +417,57 @@ def grade_submission(
     }
 
 
+def identified(record: dict[str, Any], submission: Submission) -> dict[str, Any]:
+    """The record, with how the student was identified and what discovery noticed."""
+    record["id_rule"] = submission.id_rule
+    record["notes"] = [*submission.notes, *record.get("notes", [])]
+    return record
+
+
+def worker_killed(record: dict[str, Any]) -> bool:
+    """A sandboxed worker died of SIGKILL during grading. The worker's own limits do not
+    end it that way (memory fails allocations, a timeout is reported as such), so the
+    likeliest cause is something outside the sandbox: the machine, or another process."""
+    from .isolation import describe_exit
+
+    killed = describe_exit(-signal.SIGKILL)
+    return any(killed in str(test.get("message")) for test in record.get("tests", []))
+
+
 def grade_safely(submission: Submission, settings: GradeSettings, slot: int) -> dict[str, Any]:
-    """grade_submission, with any failure of the grader itself recorded as an error."""
-    try:
-        return grade_submission(submission, settings, slot)
-    except Exception as exc:  # a bug in the kit must not cost other students their grades
-        return error_record(submission, f"the grader failed on this submission: {exc!r}"[:500])
+    """grade_submission, retried once if the grader itself fails or a worker is killed from
+    outside. A second failure of the grader is recorded as the grader's error
+    (``fault: "grader"``), never as the student's; a second kill keeps its verdicts."""
+    failures = []
+    for attempt in range(2):
+        try:
+            record = grade_submission(submission, settings, slot)
+        except Exception as exc:  # a bug in the kit must not cost other students their grades
+            failures.append(repr(exc))
+            continue
+        if attempt == 0 and worker_killed(record):
+            continue
+        if attempt == 1:  # kept out of grades.json, which must not depend on such accidents
+            run = record.setdefault("run", {})
+            run["regraded"] = failures[-1] if failures else "a sandboxed worker was killed"
+        return identified(record, submission)
+    reason = (
+        f"the grader failed twice on this submission ({failures[-1][:300]}): a fault of the "
+        "grader, not of the submission. Run the same command again to retry it"
+    )
+    return identified(error_record(submission, reason, fault="grader"), submission)
 
 
 # -- many submissions, in parallel ----------------------------------------------------------------
 
 
 _stopping = False
+CHECK_EVERY = 0.5
+"""Seconds between the supervisor's checks for graders that died or overran."""
+STARTUP_LIMIT = 600.0
+"""Seconds a grader may take to start on a submission it was handed (its own start-up:
+interpreter, torch, the references), before it is stopped and replaced."""
+PR_SET_PDEATHSIG = 1
 
 
 def stop_on_sigterm(signum: int, frame: Any) -> None:
@@ -355,33 +478,78 @@ def stop_on_sigterm(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def grader_process(slot: int, tasks: Any, results: Any, settings: GradeSettings) -> None:
-    """One grader: take submissions from ``tasks``, write their result files, report back."""
+def die_with_parent() -> None:
+    """Ask Linux to stop this grader when the run that started it dies (even by SIGKILL), so
+    no orphan keeps grading into an OUT that a resumed run now owns."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def warm_up(slug: str | None) -> None:
+    """Load the references of ``slug`` and their cached answers, by running its hidden suite
+    against them once. This is the grader's own start-up cost: paid here, before the
+    supervisor starts the clock, it is not charged to the first student's budget. Best
+    effort: if it fails, the first submission simply pays for it."""
+    if slug not in ASSIGNMENTS:
+        return
+    from .harness import reference_implementation
+
+    reference = reference_implementation(slug)
+    with contextlib.suppress(Exception):
+        run_suite(reference, slug, reference)
+
+
+def deliver(record: dict[str, Any], target: Path) -> tuple[str, str]:
+    """Write a result file; ("done", status), or ("lost", why) when it cannot be written."""
+    try:
+        write_atomic(target, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    except OSError as exc:
+        return "lost", disk_advice(target, exc)
+    return "done", record["status"]
+
+
+def grader_process(number: int, tasks: Any, results: Any, settings: GradeSettings) -> None:
+    """One grader: take submissions from its own ``tasks``, write their result files, and
+    tell the supervisor (``results``) when each starts and how it ended."""
+    parent = os.getppid()
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides when to stop
     signal.signal(signal.SIGTERM, stop_on_sigterm)
-    # Start the sandbox first: it imports torch in its own process while this one imports
-    # the references, so the two start-up costs overlap instead of adding up.
-    from .sandbox import shared_zygote
-
-    shared_zygote(settings.sandbox_settings())
     try:
+        # Start the sandbox first: it imports torch in its own process while this one
+        # imports the references, so the two start-up costs overlap instead of adding up.
+        from .sandbox import shared_zygote
+
+        shared_zygote(settings.sandbox_settings())
+        warmed: set[str | None] = set()
         with contextlib.redirect_stdout(io.StringIO()):
             while not _stopping:
-                item = tasks.get()
+                try:
+                    item = tasks.get(timeout=1.0)
+                except queue.Empty:
+                    if os.getppid() != parent:
+                        return  # the run is gone
+                    continue
                 if item is None:
                     return
-                submission, target = Submission(**item[0]), Path(item[1])
-                record = grade_safely(submission, settings, slot)
+                index, fields, target = item
+                submission = Submission(**fields)
+                if submission.assignment not in warmed:
+                    warm_up(submission.assignment)
+                    warmed.add(submission.assignment)
+                results.put(("start", number, index, ""))
+                record = grade_safely(submission, settings, number)
                 if _stopping:
                     return  # never record a submission whose grading was cut short
-                write_atomic(target, json.dumps(record, indent=1, sort_keys=True) + "\n")
-                results.put((submission.key, record["status"]))
+                outcome, detail = deliver(record, Path(target))
+                results.put((outcome, number, index, detail))
     except KeyboardInterrupt:
-        return  # the worker was killed on the way out (grade_submission's finally)
+        return  # stopped by the supervisor (the worker was killed on the way out)
 
 
 @contextlib.contextmanager
 def exclusive(out: Path) -> Iterator[None]:
+    """Hold OUT for this run; a second run on the same OUT is refused with what to do."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / ".attnkit-grade.lock", "w") as lock:
         try:
@@ -395,15 +563,18 @@ def exclusive(out: Path) -> Iterator[None]:
 
 
 def already_graded(out: Path, submission: Submission, feedback: bool = False) -> bool:
-    """Graded before, from the same file (and with the feedback data, if it is wanted now)."""
+    """Graded before, from the same file (and with the feedback data, if it is wanted now);
+    a result that records a fault of the grader does not count."""
     path = result_path(out, submission)
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
+    if not isinstance(record, dict) or record.get("fault") == "grader":
+        return False
     if feedback and record.get("status") == "graded" and "heatmap" not in record:
         return False
-    return record.get("source_sha256") == sha256_file(submission.path)
+    return record.get("source_sha256") == (submission.sha256 or sha256_file(submission.path))
 
 
 def pending(
@@ -413,74 +584,261 @@ def pending(
     return [s for s in submissions if force or not already_graded(out, s, settings.feedback)]
 
 
+def missing(submissions: list[Submission], out: Path) -> list[Submission]:
+    """The submissions with no current result in ``out``: a complete run has none."""
+    return [s for s in submissions if not already_graded(out, s)]
+
+
+def overrun_limit(settings: GradeSettings) -> float:
+    """Seconds a grader may spend on one submission, from its first byte, before it is
+    stopped: the budget, plus room for the grader's own work around the sandboxed calls."""
+    return settings.budget + max(settings.overrun_grace, settings.budget / 2)
+
+
+def describe_grader_exit(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        return f"was killed by {signal.Signals(-exitcode).name}"
+    return f"exited with status {exitcode}"
+
+
+class RunOutcome(NamedTuple):
+    graded: int
+    """Submissions that got a result file in this run."""
+    interrupted: bool
+    lost: dict[Path, str]
+    """Result files that could not be written, and why (a full disk)."""
+
+
+@dataclass
+class Grader:
+    """One grader process, and the submission it holds (an index into the run's list)."""
+
+    number: int
+    process: Any
+    tasks: Any
+    index: int | None = None
+    assigned: float = 0.0
+    """When the grader was handed its submission (monotonic clock)."""
+    started: float | None = None
+    """When it said it started on it: the budget's clock."""
+
+
+@dataclass
+class Supervisor:
+    """Hands submissions to graders one at a time, and makes sure each ends with a result."""
+
+    todo: list[Submission]
+    out: Path
+    settings: GradeSettings
+    progress: Callable[[int], Any] | None = None
+    target: Callable[..., None] = grader_process
+    """What each grader process runs (the protocol of :func:`grader_process`)."""
+    graders: list[Grader] = field(default_factory=list)
+    waiting: deque[int] = field(default_factory=deque)
+    deaths: dict[int, list[str]] = field(default_factory=dict)
+    finished: set[int] = field(default_factory=set)
+    lost: dict[Path, str] = field(default_factory=dict)
+    halt: str | None = None
+    """Why no more work is handed out (the disk is full): the rest is listed as lost."""
+
+    def __post_init__(self) -> None:
+        self.context = multiprocessing.get_context("spawn")
+        self.results = self.context.Queue()
+        self.waiting.extend(range(len(self.todo)))
+
+    def start_grader(self) -> None:
+        tasks = self.context.Queue()
+        number = len(self.graders)
+        # Not daemonic: a grader starts worker processes, which daemons may not do.
+        process = self.context.Process(
+            target=self.target, args=(number, tasks, self.results, self.settings)
+        )
+        process.start()
+        grader = Grader(number, process, tasks)
+        self.graders.append(grader)
+        self.hand_out(grader)
+
+    def hand_out(self, grader: Grader) -> None:
+        grader.index, grader.started = None, None
+        if self.halt is None and self.waiting:
+            index = self.waiting.popleft()
+            submission = self.todo[index]
+            target = str(result_path(self.out, submission))
+            grader.tasks.put((index, asdict(submission), target))
+            grader.index, grader.assigned = index, time.monotonic()
+        else:
+            grader.tasks.put(None)
+
+    def finish(self, index: int, lost: str | None = None) -> None:
+        if index in self.finished:
+            return
+        self.finished.add(index)
+        if lost is not None:
+            self.lost[result_path(self.out, self.todo[index])] = lost
+        elif self.progress:
+            self.progress(1)
+
+    def record(self, index: int, record: dict[str, Any]) -> None:
+        """Write a result the supervisor decided (a timeout, a grader that kept dying)."""
+        submission = self.todo[index]
+        outcome, detail = deliver(identified(record, submission), result_path(self.out, submission))
+        if outcome == "lost":
+            self.halt = self.halt or detail
+        self.finish(index, detail if outcome == "lost" else None)
+
+    def on_message(self, message: tuple[str, int, int, str]) -> None:
+        kind, number, index, detail = message
+        grader = self.graders[number]
+        if grader.index != index:
+            return  # a late message from a grader that was already stopped
+        if kind == "start":
+            grader.started = time.monotonic()
+            return
+        if kind == "lost":
+            self.halt = self.halt or detail
+        self.finish(index, detail if kind == "lost" else None)
+        self.hand_out(grader)
+
+    def check(self, grader: Grader) -> None:
+        """Stop a grader that overran its submission's budget, or that never started on it;
+        replace one that died."""
+        index = grader.index
+        if index is None:
+            return
+        now = time.monotonic()
+        if grader.started is not None and now - grader.started > overrun_limit(self.settings):
+            stop(grader.process)
+            reason = (
+                f"timeout: grading used up the submission's {self.settings.budget:g} s budget "
+                "(reading the notebook included) and was stopped"
+            )
+            self.record(index, error_record(self.todo[index], reason, TIMEOUT))
+        elif grader.started is None and now - grader.assigned > STARTUP_LIMIT:
+            stop(grader.process)
+            self.retry_or_blame(index, f"did not start grading within {STARTUP_LIMIT:g} s")
+        elif grader.process.is_alive():
+            return
+        elif already_graded(self.out, self.todo[index]):
+            self.finish(index)  # it wrote the result, then died before saying so
+        else:
+            self.retry_or_blame(index, describe_grader_exit(grader.process.exitcode))
+        grader.index = None
+        self.start_grader()
+
+    def retry_or_blame(self, index: int, what: str) -> None:
+        """The grader failed on ``index`` (``what`` it did): retry once, then record it as
+        the grader's fault."""
+        cause = f"the grader process {what}"
+        self.deaths.setdefault(index, []).append(cause)
+        if len(self.deaths[index]) < 2:
+            self.waiting.appendleft(index)
+            return
+        reason = (
+            f"{cause} twice while grading this submission: a fault of the grader, not "
+            "of the submission. Run the same command again to retry it"
+        )
+        self.record(index, error_record(self.todo[index], reason, fault="grader"))
+
+    def run(self, jobs: int) -> RunOutcome:
+        for _ in range(max(1, min(jobs, len(self.todo)))):
+            self.start_grader()
+        try:
+            checked = time.monotonic()
+            while len(self.finished) < len(self.todo):
+                with contextlib.suppress(queue.Empty):
+                    self.on_message(self.results.get(timeout=CHECK_EVERY))
+                if time.monotonic() - checked < CHECK_EVERY:
+                    continue  # a busy queue must not postpone the checks for long
+                checked = time.monotonic()
+                for grader in list(self.graders):
+                    self.check(grader)
+                if not any(g.index is not None for g in self.graders):
+                    break  # halted: nothing is in flight, and nothing more is handed out
+        except KeyboardInterrupt:
+            for grader in self.graders:
+                stop(grader.process)
+            return RunOutcome(self.graded(), True, self.lost)
+        for index in self.waiting:
+            why = f"not graded: the run stopped handing out work because {self.halt}"
+            self.lost[result_path(self.out, self.todo[index])] = why
+        for grader in self.graders:
+            if grader.process.is_alive():
+                with contextlib.suppress(OSError, ValueError):
+                    grader.tasks.put(None)
+            grader.process.join(timeout=30)
+        return RunOutcome(self.graded(), False, self.lost)
+
+    def graded(self) -> int:
+        return len(self.finished) - len(self.lost)
+
+
+def stop(process: Any) -> None:
+    """Stop a grader: SIGTERM first, so that it kills its sandboxed worker, then SIGKILL."""
+    if process.is_alive():
+        process.terminate()
+        process.join(timeout=10)
+    if process.is_alive():
+        process.kill()
+        process.join(timeout=10)
+
+
 def grade_all(
     todo: list[Submission],
     out: Path,
     settings: GradeSettings,
     jobs: int,
     progress: Callable[[int], Any] | None = None,
-) -> tuple[int, bool]:
-    """Grade ``todo`` (see :func:`pending`); returns (how many were graded, interrupted)."""
+    grader: Callable[..., None] = grader_process,
+) -> RunOutcome:
+    """Grade ``todo`` (see :func:`pending`) with ``jobs`` supervised grader processes."""
     if not todo:
-        return 0, False
-    context = multiprocessing.get_context("spawn")
-    tasks, results = context.Queue(), context.Queue()
-    for submission in todo:
-        tasks.put((asdict(submission), str(result_path(out, submission))))
-    jobs = max(1, min(jobs, len(todo)))
-    for _ in range(jobs):
-        tasks.put(None)
-    graders = [
-        # Not daemonic: a grader starts worker processes, which daemons may not do.
-        context.Process(target=grader_process, args=(slot, tasks, results, settings))
-        for slot in range(jobs)
-    ]
-    for grader in graders:
-        grader.start()
-    done = 0
-    try:
-        while done < len(todo):
-            try:
-                results.get(timeout=1.0)
-            except queue.Empty:
-                if not any(g.is_alive() for g in graders):
-                    break  # every grader exited: nothing more will arrive
-                continue
-            done += 1
-            if progress:
-                progress(1)
-    except KeyboardInterrupt:
-        for grader in graders:
-            if grader.is_alive():
-                grader.terminate()
-        for grader in graders:
-            grader.join(timeout=30)
-        return done, True
-    for grader in graders:
-        grader.join(timeout=30)
-    return done, False
+        return RunOutcome(0, False, {})
+    return Supervisor(todo, out, settings, progress, grader).run(jobs)
 
 
 # -- the gradebook files ---------------------------------------------------------------------
 
 
 def public_record(record: dict[str, Any]) -> dict[str, Any]:
-    """A result without what changes from run to run (timings, sandbox details) and without
-    the feedback report's bulky data."""
-    return {k: v for k, v in record.items() if k not in ("run", "heatmap")}
+    """A result without what changes from run to run (timings, sandbox details), without
+    the feedback report's bulky data, and without the grader's own bookkeeping."""
+    return {k: v for k, v in record.items() if k not in ("run", "heatmap", "fault")}
 
 
-def collect(out: Path) -> list[dict[str, Any]]:
-    records = []
-    for path in sorted((out / "results").glob("*/*.json")):
-        with contextlib.suppress(OSError, ValueError):
-            records.append(public_record(json.loads(path.read_text(encoding="utf-8"))))
-    records.sort(key=lambda r: (r["student"], r["assignment"] or ""))
+def read_result(path: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return public_record(record) if isinstance(record, dict) else None
+
+
+def collect(out: Path, submissions: list[Submission] | None = None) -> list[dict[str, Any]]:
+    """The results of ``submissions`` (those that have one), or of everything in OUT."""
+    if submissions is None:
+        paths = sorted((out / "results").glob("*/*.json"))
+    else:
+        paths = [result_path(out, s) for s in submissions]
+    records = [r for r in map(read_result, paths) if r is not None]
+    records.sort(key=lambda r: (r["student"], r["assignment"] or "", r["source"]))
     return records
 
 
-def write_gradebook(out: Path) -> list[dict[str, Any]]:
-    records = collect(out)
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value a spreadsheet shows as text: OWASP's rule against CSV injection prefixes a
+    cell that starts like a formula with a quote (the writer also quotes every text cell)."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def write_gradebook(out: Path, submissions: list[Submission] | None = None) -> list[dict[str, Any]]:
+    """Write ``grades.json`` and ``grades.csv`` together (see :func:`write_atomic_files`)
+    from the results of ``submissions`` (default: every result in OUT)."""
+    records = collect(out, submissions)
     assignments = sorted({r["assignment"] for r in records if r["assignment"] in ASSIGNMENTS})
     document = {
         "schema": SCHEMA,
@@ -494,22 +852,18 @@ def write_gradebook(out: Path) -> list[dict[str, Any]]:
         },
         "submissions": records,
     }
-    write_atomic(out / "grades.json", json.dumps(document, indent=1, sort_keys=True) + "\n")
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = csv.writer(buffer, quoting=csv.QUOTE_NONNUMERIC)
     writer.writerow(["student", "assignment", "status", "score", "max_score", "error"])
     for r in records:
-        writer.writerow(
-            [
-                r["student"],
-                r["assignment"],
-                r["status"],
-                r["score"],
-                r["max_score"],
-                r["error"] or "",
-            ]
-        )
-    write_atomic(out / "grades.csv", buffer.getvalue())
+        row = [r["student"], r["assignment"] or "", r["status"], r["score"], r["max_score"]]
+        writer.writerow([csv_cell(v) for v in [*row, r["error"] or ""]])
+    write_atomic_files(
+        {
+            out / "grades.json": json.dumps(document, indent=1, sort_keys=True) + "\n",
+            out / "grades.csv": buffer.getvalue(),
+        }
+    )
     return records
 
 

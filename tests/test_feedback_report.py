@@ -20,7 +20,7 @@ from conftest import chromium_flags
 from attnkit.diagnosis import mistakes_for
 from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
 from attnkit_autograder.discovery import discover
-from attnkit_autograder.engine import GradeSettings, grade_all, write_gradebook
+from attnkit_autograder.engine import GradeSettings, grade_all, storage_name, write_gradebook
 from attnkit_autograder.feedback import write_feedback
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +52,9 @@ def reports(tmp_path_factory) -> dict[str, Path]:
     grade_all(discover(tmp / "subs"), out, GradeSettings(feedback=True), jobs=2)
     write_gradebook(out)
     write_feedback(out)
-    return {who: out / "feedback" / who / SLUG for who in ("correct", "buggy", "broken")}
+    return {
+        who: out / "feedback" / storage_name(who) / SLUG for who in ("correct", "buggy", "broken")
+    }
 
 
 def test_reports_and_summaries_exist_for_every_submission(reports) -> None:

@@ -73,10 +73,11 @@ def test_discovery_reads_all_three_layouts(tmp_path: Path) -> None:
     (folders / "ben" / "my work.ipynb").write_bytes(nb)  # assignment from the metadata
     (folders / "cat").mkdir()
     (folders / "cat" / "01_numpy_attention.py").write_text("def softmax(x, axis=-1): pass")
-    (folders / "dan").mkdir()
+    (folders / "dan").mkdir()  # an empty folder is listed, with the reason
     assert {(s.student, s.assignment, s.problem is None) for s in discover(folders)} == {
         ("ben", "02_self_attention", True),
         ("cat", "01_numpy_attention", True),
+        ("dan", None, False),
     }
 
     files = tmp_path / "files"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from attnkit_autograder.corpus import hostile_corpus
-from attnkit_autograder.discovery import discover
-from attnkit_autograder.engine import GradeSettings, grade_all, write_gradebook
+from attnkit_autograder.discovery import Submission, discover
+from attnkit_autograder.engine import GradeSettings, grade_all, result_path, write_gradebook
 from attnkit_autograder.isolation import SLOT_UID_BASE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,7 +69,7 @@ def graded(tmp_path_factory):
     )
     submissions = discover(tmp / "submissions")
     settings = GradeSettings(call_timeout=3.0, budget=60.0, memory_mb=1024)
-    done, interrupted = grade_all(submissions, out, settings, jobs=2)
+    done, interrupted, _ = grade_all(submissions, out, settings, jobs=2)
     records = {r["student"]: r for r in write_gradebook(out)}
     return {
         "records": records,
@@ -123,9 +123,8 @@ def test_submissions_could_not_touch_the_grader_or_read_hidden_files(graded) -> 
     assert graded["grader_file"].read_text() == "original"
     assert HIDDEN_SUITE.read_bytes() == graded["suite_before"]
     json.loads((graded["out"] / "grades.json").read_text())  # rewritten by us, valid
-    sandbox = json.loads(
-        (graded["out"] / "results" / "correct" / "02_self_attention.json").read_text()
-    )["run"]["sandbox"]
+    correct = Submission("correct", "02_self_attention", Path())
+    sandbox = json.loads(result_path(graded["out"], correct).read_text())["run"]["sandbox"]
     assert sandbox["landlock_abi"] >= 1
 
 

@@ -1,0 +1,349 @@
+"""A grading run never loses, mixes up or stalls a grade: supervision, completeness, a class
+of 300 with broken files mixed in, SIGKILL and resume, concurrent runs, graders killed."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from attnkit_autograder import engine
+from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.discovery import Submission
+from attnkit_autograder.engine import GradeSettings, deliver, error_record, grade_all, missing
+
+ROOT = Path(__file__).resolve().parents[1]
+SLUG = "01_numpy_attention"
+FAST = GradeSettings(budget=1.0, overrun_grace=1.0)
+
+
+# --- the supervisor, with graders that misbehave on purpose -----------------------------------
+
+
+def misbehaving_grader(number: int, tasks: Any, results: Any, settings: GradeSettings) -> None:
+    """Speaks grader_process's protocol; the student's name says how it misbehaves."""
+    while (item := tasks.get()) is not None:
+        index, fields, target = item
+        submission = Submission(**fields)
+        if submission.student.startswith("mute"):
+            time.sleep(600)  # never says it started
+        results.put(("start", number, index, ""))
+        seen = submission.path.with_suffix(".seen")
+        if submission.student.startswith("slow"):
+            time.sleep(600)
+        if submission.student.startswith("dies"):
+            os._exit(3)
+        if submission.student.startswith("flaky") and not seen.exists():
+            seen.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        if submission.student.startswith("full"):
+            results.put(("lost", number, index, "the disk holding OUT is full"))
+            continue
+        record = {**error_record(submission, ""), "status": "graded", "error": None}
+        outcome, detail = deliver(record, Path(target))
+        results.put((outcome, number, index, detail))
+
+
+def fake_class(folder: Path, students: list[str]) -> list[Submission]:
+    folder.mkdir(parents=True, exist_ok=True)
+    return [
+        Submission(name, SLUG, folder / f"{name}.py", None, f"{i:064x}")
+        for i, name in enumerate(students)
+    ]
+
+
+@pytest.mark.slow
+def test_overruns_deaths_and_flaky_graders_all_end_with_a_result(tmp_path: Path) -> None:
+    todo = fake_class(tmp_path / "subs", ["ann", "slow", "dies", "flaky", "ben"])
+    out = tmp_path / "out"
+    started = time.monotonic()
+    outcome = grade_all(todo, out, FAST, jobs=2, grader=misbehaving_grader)
+    assert time.monotonic() - started < 60  # the sleeper was stopped, not waited for
+    assert outcome.graded == 5 and not outcome.interrupted and outcome.lost == {}
+    records = {r["student"]: r for r in engine.collect(out, todo)}
+    assert {s: r["status"] for s, r in records.items()} == {
+        "ann": "graded",
+        "slow": "error",
+        "dies": "error",
+        "flaky": "graded",  # killed once, retried, graded
+        "ben": "graded",
+    }
+    assert records["slow"]["error"].startswith("timeout: grading used up")
+    assert {t["status"] for t in records["slow"]["tests"]} == {"timeout"}
+    assert "exited with status 3 twice" in records["dies"]["error"]
+    assert "not of the submission" in records["dies"]["error"]
+    # The grader's fault is not a result: the run is incomplete, and a rerun retries it.
+    assert [s.student for s in missing(todo, out)] == ["dies"]
+
+
+@pytest.mark.slow
+def test_a_grader_that_never_starts_is_replaced_then_blamed(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(engine, "STARTUP_LIMIT", 15.0)  # room for a spawned start-up
+    todo = fake_class(tmp_path / "subs", ["mute", "ann"])
+    outcome = grade_all(todo, tmp_path / "out", FAST, jobs=1, grader=misbehaving_grader)
+    records = {r["student"]: r for r in engine.collect(tmp_path / "out", todo)}
+    assert outcome.graded == 2 and records["ann"]["status"] == "graded"
+    assert "did not start grading within 15 s twice" in records["mute"]["error"]
+    assert [s.student for s in missing(todo, tmp_path / "out")] == ["mute"]
+
+
+@pytest.mark.slow
+def test_a_full_disk_stops_handing_out_work_and_names_what_is_lost(tmp_path: Path) -> None:
+    todo = fake_class(tmp_path / "subs", ["ann", "full", "ben", "cat", "dan"])
+    outcome = grade_all(todo, tmp_path / "out", FAST, jobs=1, grader=misbehaving_grader)
+    assert not outcome.interrupted
+    assert [s.student for s in missing(todo, tmp_path / "out")] == ["full", "ben", "cat", "dan"]
+    assert set(outcome.lost) == {engine.result_path(tmp_path / "out", s) for s in todo[1:]}
+    reasons = [outcome.lost[engine.result_path(tmp_path / "out", s)] for s in todo[1:]]
+    assert reasons[0] == "the disk holding OUT is full"
+    assert set(reasons[1:]) == {
+        "not graded: the run stopped handing out work because the disk holding OUT is full"
+    }
+
+
+def test_a_result_that_cannot_be_written_is_reported_not_raised(tmp_path, monkeypatch) -> None:
+    def full(path: Path, text: str) -> str:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(engine, "stage", full)
+    outcome, detail = deliver({"status": "graded"}, tmp_path / "results" / "a" / "b.json")
+    assert outcome == "lost" and "is full" in detail and "run the same command again" in detail
+
+
+# --- real runs through the command line ----------------------------------------------------------
+
+
+def grade_command(submissions: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "attnkit",
+        "grade",
+        str(submissions),
+        "--out",
+        str(out),
+        "--timeout",
+        "5",
+        *extra,
+    ]
+
+
+def notebooks() -> tuple[dict, dict]:
+    released = released_notebook(SLUG, ROOT / "assignments")
+    return fill_notebook(released, SLUG), released
+
+
+BROKEN = {  # file name -> (student id, words of the reason)
+    "meta.ipynb": ("meta", "which assignment"),
+    "deep.ipynb": ("deep", "nests JSON deeper"),
+    f"latin1_{SLUG}.ipynb": ("latin1", "not UTF-8"),
+    f"link_{SLUG}.ipynb": ("link", "symbolic link"),
+    f"fifo_{SLUG}.ipynb": ("fifo", "not a regular file"),
+    f"huge_{SLUG}.ipynb": ("huge", "over the 32 MiB limit"),
+    f"empty_{SLUG}.ipynb": ("empty", "is empty"),
+    f"s04-np-colab-copy_Copy of {SLUG}.ipynb": ("s04-np-colab-copy_Copy of", "renamed copy"),
+    "half.ipynb": ("half", "not valid notebook JSON"),
+    "emptyfolder": ("emptyfolder", "holds no notebook"),
+}
+
+
+def plant_broken(folder: Path, elsewhere: Path) -> None:
+    (folder / "meta.ipynb").write_text('{"metadata": {"attnkit": {"assignment": []}}, "cells": []}')
+    (folder / "deep.ipynb").write_text("[" * 100_000 + "]" * 100_000)
+    (folder / f"latin1_{SLUG}.ipynb").write_bytes(b'{"cells": ["caf\xe9"]}')
+    (folder / f"link_{SLUG}.ipynb").symlink_to(elsewhere)
+    os.mkfifo(folder / f"fifo_{SLUG}.ipynb")
+    with open(folder / f"huge_{SLUG}.ipynb", "wb") as huge:
+        huge.truncate(33 * 1024**2)
+    (folder / f"empty_{SLUG}.ipynb").write_text("")
+    correct, _ = notebooks()
+    write_notebook(correct, folder / f"s04-np-colab-copy_Copy of {SLUG}.ipynb")
+    (folder / "half.ipynb").write_text('{"cells": [], "nbformat": 4, "metadata": {')
+    (folder / "emptyfolder").mkdir()
+
+
+@pytest.mark.slow
+def test_a_class_of_300_with_10_broken_files_is_all_accounted_for(tmp_path: Path) -> None:
+    """20 notebooks graded for real, 270 cheap .py files the grader finds empty, 10 broken."""
+    subs = tmp_path / "subs"
+    correct, stub = notebooks()
+    for i in range(20):
+        write_notebook(correct if i % 2 == 0 else stub, subs / f"nb{i:03d}_{SLUG}.ipynb")
+    for i in range(270):
+        (subs / f"py{i:03d}_{SLUG}.py").write_text(f"# student {i}: nothing written yet\n")
+    secret = tmp_path / "references.ipynb"
+    write_notebook(correct, secret)
+    plant_broken(subs, secret)
+    out = tmp_path / "out"
+    done = subprocess.run(
+        grade_command(subs, out, "--jobs", "2"), capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    rows = list(csv.DictReader((out / "grades.csv").open(newline="")))
+    assert len(rows) == 300 and len({r["student"] for r in rows}) == 300
+    by_student = {r["student"]: r for r in rows}
+    for i in range(20):
+        row = by_student[f"nb{i:03d}"]
+        assert (row["status"], float(row["score"])) == ("graded", 13.0 if i % 2 == 0 else 0.0)
+    for i in range(270):
+        row = by_student[f"py{i:03d}"]
+        assert row["status"] == "error" and "defines nothing" in row["error"]
+    for student, words in BROKEN.values():
+        row = by_student[student]
+        assert row["status"] == "error" and words in row["error"], (student, row["error"])
+    assert len(list((out / "results").glob("*/*.json"))) == 300
+    assert {p.name for p in out.iterdir()} == {
+        "results",
+        "grades.json",
+        "grades.csv",
+        ".attnkit-grade.lock",
+    }
+    assert not [p for p in tmp_path.rglob("*") if p.suffix == ".tmp"]
+
+
+def small_class(folder: Path, count: int) -> Path:
+    correct, stub = notebooks()
+    for i in range(count):
+        write_notebook(correct if i % 2 == 0 else stub, folder / f"student{i:02d}_{SLUG}.ipynb")
+    return folder
+
+
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_resumes_to_identical_files(tmp_path: Path) -> None:
+    subs = small_class(tmp_path / "subs", 8)
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    first = subprocess.run(grade_command(subs, straight, "--jobs", "1"), capture_output=True)
+    assert first.returncode == 0, first.stderr.decode()[-2000:]
+
+    process = subprocess.Popen(
+        grade_command(subs, killed, "--jobs", "1"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 300
+    while len(list((killed / "results").glob("*/*.json"))) < 2:
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.1)
+    process.kill()
+    process.wait()
+    assert len(list((killed / "results").glob("*/*.json"))) < 8
+    rerun = subprocess.run(
+        grade_command(subs, killed, "--jobs", "1"), capture_output=True, timeout=600
+    )
+    assert rerun.returncode == 0 and b"already graded" in rerun.stdout
+    for name in ("grades.json", "grades.csv"):
+        assert (killed / name).read_bytes() == (straight / name).read_bytes(), name
+
+
+@pytest.mark.slow
+def test_two_runs_at_once_on_different_outs_both_complete(tmp_path: Path) -> None:
+    subs = small_class(tmp_path / "subs", 4)
+    runs = [
+        subprocess.Popen(
+            grade_command(subs, tmp_path / name, "--jobs", "1"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for name in ("a", "b")
+    ]
+    for run in runs:
+        _, stderr = run.communicate(timeout=600)
+        assert run.returncode == 0, stderr.decode()[-2000:]
+    grades = [json.loads((tmp_path / n / "grades.json").read_text()) for n in ("a", "b")]
+    assert grades[0] == grades[1]
+    assert [s["score"] for s in grades[0]["submissions"]] == [13.0, 0.0, 13.0, 0.0]
+    # Each run graded in bubblewrap sandboxes of its own (separate PID namespaces).
+    levels = {
+        json.loads(p.read_text())["sandbox"]
+        for n in ("a", "b")
+        for p in (tmp_path / n / "results").glob("*/*.json")
+    }
+    assert levels == {"bubblewrap"}
+
+
+def graders_of(pid: int) -> list[int]:
+    """The grader processes a run started (multiprocessing's spawned children)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    found = []
+    for child in map(int, children):
+        try:
+            command = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"spawn_main" in command:
+            found.append(child)
+    return found
+
+
+def busy(grader: int) -> bool:
+    """The grader has started its forkserver, and the forkserver a sandboxed worker."""
+    try:
+        children = Path(f"/proc/{grader}/task/{grader}/children").read_text().split()
+        return any(Path(f"/proc/{c}/task/{c}/children").read_text().split() for c in children)
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_a_grader_killed_from_outside_is_the_graders_fault_and_a_rerun_grades(tmp_path) -> None:
+    subs = small_class(tmp_path / "subs", 1)
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        grade_command(subs, out, "--jobs", "1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    killed: set[int] = set()
+    deadline = time.monotonic() + 300
+    while len(killed) < 2 and process.poll() is None:
+        assert time.monotonic() < deadline
+        for grader in graders_of(process.pid):
+            if grader not in killed and busy(grader):
+                os.kill(grader, signal.SIGKILL)
+                killed.add(grader)
+        time.sleep(0.05)
+    _, stderr = process.communicate(timeout=300)
+    assert len(killed) == 2
+    assert process.returncode == 1, stderr
+    assert "INCOMPLETE: 1 submission(s)" in stderr and "'student00'" in stderr
+    record = json.loads((out / "grades.json").read_text())["submissions"][0]
+    assert record["status"] == "error" and "was killed by SIGKILL twice" in record["error"]
+    assert "not of the submission" in record["error"]
+
+    rerun = subprocess.run(grade_command(subs, out, "--jobs", "1"), capture_output=True)
+    assert rerun.returncode == 0, rerun.stderr.decode()[-2000:]
+    record = json.loads((out / "grades.json").read_text())["submissions"][0]
+    assert (record["status"], record["score"]) == ("graded", 13.0)
+
+
+def test_a_worker_killed_from_outside_is_regraded_once(tmp_path: Path, monkeypatch) -> None:
+    from attnkit_autograder.isolation import describe_exit
+
+    submission = fake_class(tmp_path, ["ann"])[0]
+    killed = f"the submission's process {describe_exit(-signal.SIGKILL)}"
+    graded = {**error_record(submission, ""), "status": "graded", "error": None}
+    cut_short = {**graded, "tests": [{**graded["tests"][0], "status": "error", "message": killed}]}
+    answers = [cut_short, graded]
+    monkeypatch.setattr(engine, "grade_submission", lambda *args: answers.pop(0))
+    record = engine.grade_safely(submission, FAST, 0)
+    assert answers == [] and record["tests"] == graded["tests"]
+    assert record["run"]["regraded"] == "a sandboxed worker was killed"
+    assert "run" not in engine.public_record(record)
+    # Killed again: a worker can kill itself, so the second attempt's verdicts stand.
+    answers = [cut_short, cut_short]
+    record = engine.grade_safely(submission, FAST, 0)
+    assert answers == [] and record["tests"][0]["message"] == killed
