@@ -107,10 +107,11 @@ def _source_text(source: Any) -> str:
     return source if isinstance(source, str) else ""
 
 
-def read_cells(path: Path) -> list[Cell]:
-    """The code cells of ``path``, in order. A .py file counts as one cell."""
+def read_cells(path: Path, raw: bytes | None = None) -> list[Cell]:
+    """The code cells of ``path`` (whose bytes are ``raw`` when the caller read them
+    already), in order. A .py file counts as one cell."""
     try:
-        raw = path.read_bytes()
+        raw = path.read_bytes() if raw is None else raw
     except OSError as exc:
         raise NotebookError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
     try:

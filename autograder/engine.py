@@ -58,7 +58,7 @@ from attnkit.forbidden import scan_source, tampering
 from attnkit.notebook_code import Cell, NotebookError, read_cells
 from attnkit.outcome import ERROR, FAILED, FORBIDDEN, INTERNAL, PASSED, TIMEOUT, Outcome
 
-from .discovery import MAX_SUBMISSION_BYTES, Refused, Submission, read_submission_file
+from .discovery import Refused, Submission, read_submission_file
 from .harness import run_suite
 from .rubric import GradedCell, graded_cells
 from .sandbox import level_of
@@ -351,13 +351,13 @@ def grade_submission(
     if slug not in ASSIGNMENTS:
         return error_record(submission, f"unknown assignment {slug!r}")
     try:
-        if submission.path.stat().st_size > MAX_SUBMISSION_BYTES:
-            return error_record(submission, f"{submission.path} is larger than 32 MiB")
-        cells = read_cells(submission.path)
+        # Never through a link, never past the size limit (see discovery), and parsed under
+        # this submission's budget: the clock started above.
+        cells = read_cells(submission.path, read_submission_file(submission.path))
+    except Refused as exc:
+        return error_record(submission, str(exc))
     except NotebookError as exc:
         return error_record(submission, str(exc))
-    except OSError as exc:
-        return error_record(submission, f"{submission.path}: cannot be read ({exc.strerror})")
     if not any(c.source.strip() for c in cells):
         return error_record(submission, f"{submission.path}: has no code (nothing to grade)")
 
@@ -366,7 +366,7 @@ def grade_submission(
         cells,
         call_timeout=settings.call_timeout,
         cell_timeout=settings.cell_timeout,
-        budget=settings.budget,
+        budget=max(settings.budget - (time.monotonic() - started), 0.0),
         memory_bytes=settings.memory_mb * 1024**2,
         sandbox=settings.sandbox_settings(),
         watch=exercises,
