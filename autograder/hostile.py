@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,13 +107,17 @@ def _attention_evasion(name: str, body: str, extra: str | None = None) -> Case:
     )
 
 
-def _escape(name: str, attempt: str, kind: str = "escape") -> Case:
-    """An attempt that the sandbox refuses: the submission keeps full marks."""
-    helper = "def attempt():\n" + "\n".join("    " + line for line in attempt.splitlines()) + "\n"
-    return Case(name, kind, 14, V2_CELL, "passed", "", {"SelfAttention_v2": GUARDED_V2}, helper)
-
-
-def _v2(name: str, kind: str, score: float, status: str, words: str, body: str, extra: str | None = None, note: str = "") -> Case:  # fmt: skip
+def _v2(
+    name: str,
+    kind: str,
+    score: float,
+    status: str,
+    words: str,
+    body: str,
+    extra: str | None = None,
+    note: str = "",
+) -> Case:
+    """A case whose attack is in SelfAttention_v2.forward (or reached from it)."""
     return Case(name, kind, score, V2_CELL, status, words, {"SelfAttention_v2": body}, extra, note)
 
 
@@ -198,11 +203,416 @@ def blind_recorders():
 """
 
 
+# -- escape and limit attempts ------------------------------------------------------------------
+#
+# Each is the body of ``attempt()``: it returns what it managed to do that the sandbox should
+# have refused ("" when everything was refused). The helper cell first binds SECRETS,
+# WRITABLE, REPO, GRADER_CWD and CANARY (see :func:`_preamble`).
+
+ATTEMPTS: dict[str, tuple[str, str]] = {
+    "read_hidden_files": (
+        "escape",
+        """
+        found = []
+        for path in SECRETS:
+            try:
+                open(path, "rb").read(1)
+                found.append(path)
+            except OSError:
+                pass
+        return " ".join(found)
+    """,
+    ),
+    "import_references": (
+        "escape",
+        """
+        import importlib
+        found = []
+        for name in ("attnkit_solutions", "attnkit_autograder", "attnkit_autograder.suites"):
+            try:
+                importlib.import_module(name)
+                found.append(name)
+            except Exception:
+                pass
+        return " ".join(found)
+    """,
+    ),
+    "hidden_packages_in_site_packages": (
+        "escape",
+        """
+        import os, sys
+        hidden = ("attnkit_autograder", "attnkit_solutions", "__editable__")
+        found = []
+        for folder in sys.path:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for path in (os.path.join(folder, n) for n in names if n.startswith(hidden)):
+                if os.path.isdir(path) and os.listdir(path):
+                    found.append(path)
+                elif os.path.isfile(path) and os.path.getsize(path):
+                    found.append(path)
+        return " ".join(found)
+    """,
+    ),
+    "read_through_proc_1_root": (
+        "escape",
+        """
+        found = []
+        for path in SECRETS:
+            try:
+                open("/proc/1/root" + path, "rb").read(1)
+                found.append(path)
+            except OSError:
+                pass
+        return " ".join(found)
+    """,
+    ),
+    "read_through_proc_pid_cwd": (
+        "escape",
+        """
+        import os
+        relative = [p[len(GRADER_CWD) + 1 :] for p in SECRETS if p.startswith(GRADER_CWD + "/")]
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            for base in ("cwd", "root"):
+                for rel in relative:
+                    try:
+                        open(f"/proc/{pid}/{base}/{rel}", "rb").read(1)
+                        found.append(f"/proc/{pid}/{base}/{rel}")
+                    except OSError:
+                        pass
+        return " ".join(found)
+    """,
+    ),
+    "machine_paths_visible": (
+        "escape",
+        """
+        import os
+        paths = (REPO, "/work", "/root", "/home", "/etc/shadow", "/var/run/docker.sock")
+        return " ".join(p for p in paths if os.path.exists(p))
+    """,
+    ),
+    "write_outside_tmp": (
+        "escape",
+        """
+        found = []
+        others = ["/usr/attnkit-x", "/opt/attnkit/attnkit/x.py", "/attnkit-x",
+                  "/data/the-verdict.txt", "/proc/sys/kernel/hostname"]
+        for path in WRITABLE + others:
+            try:
+                with open(path, "a") as f:
+                    f.write("tampered")
+                found.append(path)
+            except OSError:
+                pass
+        return " ".join(found)
+    """,
+    ),
+    "signal_the_zygote": (
+        "escape",
+        """
+        import os, signal
+        for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGSEGV, signal.SIGSTOP):
+            try:
+                os.kill(1, sig)
+            except OSError:
+                pass
+        try:
+            os.kill(-1, signal.SIGKILL)  # everything this process may signal, but itself
+        except OSError:
+            pass
+        return ""
+    """,
+    ),
+    "ptrace_the_zygote": (
+        "escape",
+        """
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        found = ["ptrace attach"] if libc.ptrace(16, 1, 0, 0) == 0 else []
+        for path in ("/proc/1/mem", "/proc/1/environ", "/proc/1/maps"):
+            try:
+                open(path, "rb").read(1)
+                found.append(path)
+            except OSError:
+                pass
+        return " ".join(found)
+    """,
+    ),
+    "fork_and_spawn": (
+        "escape",
+        """
+        import os, subprocess
+        found = []
+        try:
+            if os.fork() == 0:
+                os._exit(0)
+            found.append("fork")
+        except OSError:
+            pass
+        try:
+            subprocess.run(["/bin/true"], check=True)
+            found.append("subprocess")
+        except (OSError, subprocess.SubprocessError):
+            pass
+        try:
+            os.posix_spawn("/bin/true", ["true"], {})
+            found.append("posix_spawn")
+        except OSError:
+            pass
+        return " ".join(found)
+    """,
+    ),
+    "raw_clone_syscalls": (
+        "escape",
+        """
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        found = []
+        pid = libc.syscall(56, 17, 0, 0, 0, 0)  # clone(SIGCHLD): a new process
+        if pid == 0:
+            os._exit(0)
+        if pid > 0:
+            found.append("clone")
+        if libc.syscall(435, 0, 0) >= 0:
+            found.append("clone3")
+        if libc.unshare(0x10000000) == 0:  # CLONE_NEWUSER
+            found.append("unshare")
+        return " ".join(found)
+    """,
+    ),
+    "exec_a_program": (
+        "escape",
+        """
+        import os
+        try:
+            os.execv("/bin/true", ["true"])
+        except OSError:
+            return ""
+        return "exec"
+    """,
+    ),
+    "network_sockets": (
+        "escape",
+        """
+        import socket
+        kinds = [(socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_DGRAM),
+                 (socket.AF_INET6, socket.SOCK_STREAM), (socket.AF_UNIX, socket.SOCK_STREAM)]
+        found = []
+        for family, kind in kinds:
+            try:
+                socket.socket(family, kind).close()
+                found.append(f"{family.name}/{kind.name}")
+            except OSError:
+                pass
+        return " ".join(found)
+    """,
+    ),
+    "inherited_descriptors": (
+        "escape",
+        """
+        import os
+        found = []
+        for name in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{name}")
+            except OSError:
+                continue
+            if target.startswith(("socket:", "/work", "/root", "/home", REPO)):
+                found.append(f"{name}->{target}")
+        return " ".join(found)
+    """,
+    ),
+    "raise_own_limits": (
+        "escape",
+        """
+        import resource
+        found = []
+        for limit in (resource.RLIMIT_AS, resource.RLIMIT_CPU, resource.RLIMIT_FSIZE,
+                      resource.RLIMIT_NOFILE):
+            try:
+                resource.setrlimit(limit, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+                found.append(str(limit))
+            except (ValueError, OSError):
+                pass
+        return " ".join(found)
+    """,
+    ),
+    "resource_tracker_deletes_grader_files": (
+        "escape",
+        """
+        import os
+        from multiprocessing import resource_tracker, shared_memory
+        found = []
+        try:
+            resource_tracker.ensure_running()
+            found.append("tracker started")
+        except Exception:
+            pass
+        try:
+            shared_memory.SharedMemory(name=CANARY).unlink()
+            found.append("canary unlinked")
+        except Exception:
+            pass
+        try:
+            os.unlink("/dev/shm/" + CANARY)
+            found.append("canary removed")
+        except OSError:
+            pass
+        return " ".join(found)
+    """,
+    ),
+    "leaves_files_and_a_thread_behind": (
+        "escape",
+        """
+        import os, threading, time
+        def linger():
+            while True:
+                for folder in ("/tmp", "/dev/shm"):
+                    try:
+                        open(os.path.join(folder, "attnkit-leftover"), "w").write("x")
+                    except OSError:
+                        pass
+                time.sleep(0.05)
+        threading.Thread(target=linger, daemon=False).start()
+        return ""
+    """,
+    ),
+    "finds_what_earlier_submissions_left": (
+        "escape",
+        """
+        import os
+        found = []
+        for folder in ("/tmp", "/dev/shm"):
+            for name in os.listdir(folder):
+                if name.startswith(("attnkit-leftover", "fill-", "huge")):
+                    found.append(os.path.join(folder, name))
+        mine = (1, os.getpid())
+        found += [f"process {p}" for p in os.listdir("/proc") if p.isdigit() and int(p) not in mine]
+        return " ".join(found)
+    """,
+    ),
+    "shared_memory_outside_limits": (
+        "limit",
+        """
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        found = []
+        try:
+            os.memfd_create("x")
+            found.append("memfd_create")
+        except OSError:
+            pass
+        if libc.syscall(319, b"x", 0) >= 0:
+            found.append("memfd syscall")
+        if libc.shmget(0, 1 << 20, 0o1000 | 0o600) >= 0:
+            found.append("shmget")
+        return " ".join(found)
+    """,
+    ),
+    "memory_across_threads": (
+        "limit",
+        """
+        import threading
+        held = []
+        def grab():
+            try:
+                held.append(bytearray(300 * 1024 * 1024))
+            except MemoryError:
+                pass
+        threads = [threading.Thread(target=grab) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        got = len(held) * 300
+        held.clear()
+        return f"{got} MiB held by threads" if got > 1100 else ""
+    """,
+    ),
+    "tmp_disk_filling": (
+        "limit",
+        """
+        import os
+        total, chunk = 0, b"x" * (32 * 1024 * 1024)
+        for folder in ("/tmp", "/dev/shm"):
+            paths = [os.path.join(folder, f"fill-{n}") for n in range(40)]
+            for path in paths:
+                try:
+                    with open(path, "wb") as f:
+                        f.write(chunk)
+                    total += len(chunk)
+                except OSError:
+                    break
+            for path in paths:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+        return f"{total >> 20} MiB written" if total > 400 * 1024 * 1024 else ""
+    """,
+    ),
+    "one_huge_file": (
+        "limit",
+        """
+        import os
+        written = 0
+        try:
+            with open("/tmp/huge", "wb") as f:
+                for _ in range(5):
+                    f.write(b"x" * (32 * 1024 * 1024))
+                    written += 32
+        except OSError:
+            pass
+        os.unlink("/tmp/huge")
+        return f"{written} MiB in one file" if written > 64 else ""
+    """,
+    ),
+    "thread_bomb": (
+        "limit",
+        """
+        import threading
+        threading.stack_size(64 * 1024)
+        stop, started = threading.Event(), 0
+        try:
+            for _ in range(3000):
+                threading.Thread(target=stop.wait, daemon=True).start()
+                started += 1
+        except (RuntimeError, MemoryError):
+            pass
+        finally:
+            stop.set()
+            threading.stack_size(0)
+        return f"{started} threads" if started >= 3000 else ""
+    """,
+    ),
+}
+
+
+def _preamble(targets: Targets) -> str:
+    """What the attempts may know: the paths of everything they must not reach."""
+    return (
+        f"SECRETS = {list(targets.secrets)!r}\n"
+        f"WRITABLE = {list(targets.writable)!r}\n"
+        f"REPO = {targets.repo!r}\n"
+        f"GRADER_CWD = {targets.grader_cwd!r}\n"
+        f"CANARY = {CANARY_NAME!r}\n"
+    )
+
+
+def _escape(name: str, targets: Targets) -> Case:
+    """An attempt the sandbox must refuse: the submission keeps full marks."""
+    kind, body = ATTEMPTS[name]
+    helper = (
+        _preamble(targets) + "def attempt():\n" + textwrap.indent(textwrap.dedent(body), "    ")
+    )
+    return Case(name, kind, 14, V2_CELL, "passed", "", {"SelfAttention_v2": GUARDED_V2}, helper)
+
+
 def cases(targets: Targets) -> list[Case]:
     """Every hostile case, with its expected outcome."""
-    secrets = list(targets.secrets)
-    suite = targets.secrets[0]
-    writable = list(targets.writable)
     return [
         # -- evasions of the from-scratch rule: softmax -------------------------------------
         _softmax_evasion("sm_torch_softmax", "torch.softmax(x, dim)"),
@@ -259,7 +669,8 @@ def cases(targets: Targets) -> list[Case]:
             "passed",
             "",
             {
-                "softmax": "blind_recorders()\nreturn torch.nan_to_num(torch.softmax(x, dim), nan=0.0)"
+                "softmax": "blind_recorders()\n"
+                "return torch.nan_to_num(torch.softmax(x, dim), nan=0.0)"
             },
             GC_RECORDER,
             "gc.get_objects",
@@ -310,7 +721,8 @@ def cases(targets: Targets) -> list[Case]:
         # -- evasions: attention --------------------------------------------------------------
         _attention_evasion(
             "sdpa_alias",
-            "from torch.nn.functional import scaled_dot_product_attention as mix\nreturn mix(q, k, v)",
+            "from torch.nn.functional import scaled_dot_product_attention as mix\n"
+            "return mix(q, k, v)",
         ),
         _attention_evasion(
             "sdpa_captured_at_load",
@@ -319,7 +731,8 @@ def cases(targets: Targets) -> list[Case]:
         ),
         _attention_evasion(
             "sdpa_name_from_strings",
-            'import torch.nn.functional as F\nreturn getattr(F, "scaled_dot_" + "product_attention")(q, k, v)',
+            "import torch.nn.functional as F\n"
+            'return getattr(F, "scaled_dot_" + "product_attention")(q, k, v)',
         ),
         _attention_evasion(
             "sdpa_aten_op", "return torch.ops.aten.scaled_dot_product_attention(q, k, v)"
@@ -372,7 +785,8 @@ def cases(targets: Targets) -> list[Case]:
             "reply_deep_json",
             "malformed reply",
             "body = b'[' * 200000 + b']' * 200000\n"
-            "_os.write(fd, _struct.pack('>Q', len(body) + 8) + _struct.pack('>Q', len(body)) + body)",
+            "message = _struct.pack('>Q', len(body)) + body\n"
+            "_os.write(fd, _struct.pack('>Q', len(message)) + message)",
         ),
         _forge(
             "reply_huge_frame_header",
@@ -435,165 +849,8 @@ def cases(targets: Targets) -> list[Case]:
             ")\n",
             "sys.modules",
         ),
-        # -- escape attempts --------------------------------------------------------------------
-        _escape(
-            "read_hidden_files",
-            f"found = []\nfor path in {secrets!r}:\n"
-            "    try:\n        open(path, 'rb').read(1)\n        found.append(path)\n"
-            "    except OSError:\n        pass\nreturn ' '.join(found)",
-        ),
-        _escape(
-            "import_references",
-            "import importlib\nfound = []\n"
-            "for name in ('attnkit_solutions', 'attnkit_autograder', 'attnkit_autograder.suites'):\n"
-            "    try:\n        importlib.import_module(name)\n        found.append(name)\n"
-            "    except Exception:\n        pass\nreturn ' '.join(found)",
-        ),
-        _escape(
-            "hidden_packages_in_site_packages",
-            "import os, sys\nfound = []\nfor folder in sys.path:\n"
-            "    try:\n        names = os.listdir(folder)\n    except OSError:\n        continue\n"
-            "    for name in names:\n"
-            "        if name.startswith(('attnkit_autograder', 'attnkit_solutions', '__editable__')):\n"
-            "            path = os.path.join(folder, name)\n"
-            "            if os.path.isdir(path) and os.listdir(path):\n"
-            "                found.append(path)\n"
-            "            elif os.path.isfile(path) and os.path.getsize(path):\n"
-            "                found.append(path)\n"
-            "return ' '.join(found)",
-        ),
-        _escape(
-            "read_through_proc_1_root",
-            f"found = []\nfor path in {secrets!r}:\n"
-            "    try:\n        open('/proc/1/root' + path, 'rb').read(1)\n        found.append(path)\n"
-            "    except OSError:\n        pass\nreturn ' '.join(found)",
-        ),
-        _escape(
-            "read_through_proc_pid_cwd",
-            "import os\nfound = []\n"
-            f"relative = {[p[len(targets.grader_cwd) + 1 :] for p in secrets if p.startswith(targets.grader_cwd + '/')]!r}\n"
-            "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
-            "    for base in ('cwd', 'root'):\n"
-            "        for rel in relative:\n"
-            "            try:\n                open(f'/proc/{pid}/{base}/{rel}', 'rb').read(1)\n"
-            "                found.append(f'{pid}/{base}/{rel}')\n"
-            "            except OSError:\n                pass\n"
-            "return ' '.join(found)",
-        ),
-        _escape(
-            "machine_paths_visible",
-            f"import os\nreturn ' '.join(p for p in ({targets.repo!r}, '/work', '/root', '/home', '/etc/shadow', "
-            "'/var/run/docker.sock') if os.path.exists(p))",
-        ),
-        _escape(
-            "write_outside_tmp",
-            f"found = []\nfor path in {writable + ['/usr/attnkit-x', '/opt/attnkit/attnkit/x.py', '/attnkit-x', '/data/the-verdict.txt', '/proc/sys/kernel/hostname']!r}:\n"
-            "    try:\n        with open(path, 'a') as f:\n            f.write('tampered')\n"
-            "        found.append(path)\n"
-            "    except OSError:\n        pass\nreturn ' '.join(found)",
-        ),
-        _escape(
-            "signal_the_zygote",
-            "import os, signal\n"
-            "for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGSEGV, signal.SIGSTOP):\n"
-            "    try:\n        os.kill(1, sig)\n    except OSError:\n        pass\n"
-            "try:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
-            "return ''",
-        ),
-        _escape(
-            "ptrace_the_zygote",
-            "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nfound = []\n"
-            "if libc.ptrace(16, 1, 0, 0) == 0:\n    found.append('ptrace attach')\n"
-            "for path in ('/proc/1/mem', '/proc/1/environ', '/proc/1/maps'):\n"
-            "    try:\n        open(path, 'rb').read(1)\n        found.append(path)\n"
-            "    except OSError:\n        pass\nreturn ' '.join(found)",
-        ),
-        _escape(
-            "fork_and_spawn",
-            "import os, subprocess\nfound = []\n"
-            "try:\n    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n    found.append('fork')\n"
-            "except OSError:\n    pass\n"
-            "try:\n    subprocess.run(['/bin/true'], check=True)\n    found.append('subprocess')\n"
-            "except (OSError, subprocess.SubprocessError):\n    pass\n"
-            "try:\n    os.posix_spawn('/bin/true', ['true'], {})\n    found.append('posix_spawn')\n"
-            "except OSError:\n    pass\nreturn ' '.join(found)",
-        ),
-        _escape(
-            "raw_clone_syscalls",
-            "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nfound = []\n"
-            "pid = libc.syscall(56, 17, 0, 0, 0, 0)\n"
-            "if pid == 0:\n    os._exit(0)\nif pid > 0:\n    found.append('clone')\n"
-            "if libc.syscall(435, 0, 0) >= 0:\n    found.append('clone3')\n"
-            "if libc.unshare(0x10000000) == 0:\n    found.append('unshare')\n"
-            "return ' '.join(found)",
-        ),
-        _escape(
-            "exec_a_program",
-            "import os\ntry:\n    os.execv('/bin/true', ['true'])\nexcept OSError:\n    return ''\n"
-            "return 'exec'",
-        ),
-        _escape(
-            "network_sockets",
-            "import socket\nfound = []\n"
-            "for family, kind in ((socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_DGRAM),"
-            " (socket.AF_INET6, socket.SOCK_STREAM), (socket.AF_UNIX, socket.SOCK_STREAM)):\n"
-            "    try:\n        socket.socket(family, kind).close()\n        found.append(f'{family.name}/{kind.name}')\n"
-            "    except OSError:\n        pass\nreturn ' '.join(found)",
-        ),
-        _escape(
-            "inherited_descriptors",
-            "import os\nfound = []\nfor name in os.listdir('/proc/self/fd'):\n"
-            "    try:\n        target = os.readlink(f'/proc/self/fd/{name}')\n    except OSError:\n        continue\n"
-            "    if target.startswith(('socket:', '/work', '/root', '/home')) or "
-            f"target.startswith({targets.repo!r}):\n"
-            "        found.append(f'{name}->{target}')\nreturn ' '.join(found)",
-        ),
-        _escape(
-            "raise_own_limits",
-            "import resource\nfound = []\n"
-            "for limit in (resource.RLIMIT_AS, resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_NOFILE):\n"
-            "    try:\n        resource.setrlimit(limit, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))\n"
-            "        found.append(str(limit))\n    except (ValueError, OSError):\n        pass\n"
-            "return ' '.join(found)",
-        ),
-        _escape(
-            "shared_memory_outside_limits",
-            "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nfound = []\n"
-            "try:\n    os.memfd_create('x')\n    found.append('memfd_create')\nexcept OSError:\n    pass\n"
-            "if libc.syscall(319, b'x', 0) >= 0:\n    found.append('memfd syscall')\n"
-            "if libc.shmget(0, 1 << 20, 0o1000 | 0o600) >= 0:\n    found.append('shmget')\n"
-            "return ' '.join(found)",
-            kind="limit",
-        ),
-        _escape(
-            "resource_tracker_deletes_grader_files",
-            "import os\nfrom multiprocessing import resource_tracker, shared_memory\nfound = []\n"
-            "try:\n    resource_tracker.ensure_running()\n    found.append('tracker started')\n"
-            "except Exception:\n    pass\n"
-            f"try:\n    shared_memory.SharedMemory(name={CANARY_NAME!r}).unlink()\n    found.append('canary unlinked')\n"
-            "except Exception:\n    pass\n"
-            f"try:\n    os.unlink('/dev/shm/{CANARY_NAME}')\n    found.append('canary removed')\n"
-            "except OSError:\n    pass\nreturn ' '.join(found)",
-        ),
-        _escape(
-            "leaves_files_and_a_thread_behind",
-            "import os, threading, time\n"
-            "def linger():\n    while True:\n"
-            "        for folder in ('/tmp', '/dev/shm'):\n"
-            "            try:\n                open(os.path.join(folder, 'attnkit-leftover'), 'w').write('x')\n"
-            "            except OSError:\n                pass\n"
-            "        time.sleep(0.05)\n"
-            "threading.Thread(target=linger, daemon=False).start()\nreturn ''",
-        ),
-        _escape(
-            "finds_what_earlier_submissions_left",
-            "import os\nfound = []\nfor folder in ('/tmp', '/dev/shm'):\n"
-            "    for name in os.listdir(folder):\n"
-            "        if name.startswith(('attnkit-leftover', 'fill-', 'huge')):\n"
-            "            found.append(os.path.join(folder, name))\n"
-            "others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid())]\n"
-            "found += [f'process {p}' for p in others]\nreturn ' '.join(found)",
-        ),
+        # -- escape attempts and limits -------------------------------------------------------
+        *(_escape(name, targets) for name in ATTEMPTS),
         Case(
             "cell_partial_header_then_sleep",
             "reply",
@@ -605,47 +862,6 @@ def cases(targets: Targets) -> list[Case]:
             STEAL_CHANNEL + "for pipe in writable_pipes():\n    _os.write(pipe, b'\\x00\\x00')\n"
             "import time\ntime.sleep(3600)\n",
             "was skipped",
-        ),
-        # -- limits ---------------------------------------------------------------------------
-        _escape(
-            "memory_across_threads",
-            "import threading\nheld = []\n"
-            "def grab():\n    try:\n        held.append(bytearray(300 * 1024 * 1024))\n"
-            "    except MemoryError:\n        pass\n"
-            "threads = [threading.Thread(target=grab) for _ in range(6)]\n"
-            "for t in threads:\n    t.start()\nfor t in threads:\n    t.join()\n"
-            "got = len(held)\nheld.clear()\n"
-            "return f'{got * 300} MiB held by threads' if got * 300 > 1100 else ''",
-            kind="limit",
-        ),
-        _escape(
-            "tmp_disk_filling",
-            "import os\ntotal = 0\nchunk = b'x' * (32 * 1024 * 1024)\n"
-            "for folder in ('/tmp', '/dev/shm'):\n    for n in range(40):\n"
-            "        path = os.path.join(folder, f'fill-{n}')\n"
-            "        try:\n            with open(path, 'wb') as f:\n                f.write(chunk)\n"
-            "            total += len(chunk)\n        except OSError:\n            break\n"
-            "    for n in range(40):\n        try:\n            os.unlink(os.path.join(folder, f'fill-{n}'))\n"
-            "        except OSError:\n            pass\n"
-            "return f'{total >> 20} MiB written' if total > 400 * 1024 * 1024 else ''",
-            kind="limit",
-        ),
-        _escape(
-            "one_huge_file",
-            "written = 0\ntry:\n    with open('/tmp/huge', 'wb') as f:\n"
-            "        for _ in range(5):\n            f.write(b'x' * (32 * 1024 * 1024))\n"
-            "            written += 32\nexcept OSError:\n    pass\n"
-            "import os\nos.unlink('/tmp/huge')\nreturn f'{written} MiB file' if written > 64 else ''",
-            kind="limit",
-        ),
-        _escape(
-            "thread_bomb",
-            "import threading\nthreading.stack_size(64 * 1024)\nstop = threading.Event()\nstarted = 0\n"
-            "try:\n    for _ in range(3000):\n"
-            "        threading.Thread(target=stop.wait, daemon=True).start()\n        started += 1\n"
-            "except (RuntimeError, MemoryError):\n    pass\nfinally:\n    stop.set()\n"
-            "threading.stack_size(0)\nreturn f'{started} threads' if started >= 3000 else ''",
-            kind="limit",
         ),
         _v2(
             "cpu_spin_in_c",
@@ -660,9 +876,9 @@ def cases(targets: Targets) -> list[Case]:
             "limit",
             12,
             "error",
-            "",
-            "import sys\nsys.setrecursionlimit(10 ** 8)\n"
-            "def down(n):\n    return down(n + 1) + 1\nreturn down(0)",
+            "segmentation fault",
+            "import sys\nsys.setrecursionlimit(10**8)\nnested = []\n"
+            "for _ in range(10**6):\n    nested = [nested]\nreturn repr(nested)",
         ),
         Case(
             "cell_loops_ignoring_signals",
@@ -735,7 +951,8 @@ def classic_cases() -> list[Case]:
             12,
             "timeout",
             "no answer after",
-            "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+            "import os\nwhile True:\n    try:\n        os.fork()\n"
+            "    except OSError:\n        pass",
         ),
         _v2(
             "reads_the_references",
@@ -815,16 +1032,20 @@ def file_cases(released: dict[str, Any]) -> dict[str, tuple[Case, dict[str, Any]
         lambda c: c.get("metadata", {}).get("nbgrader", {}).get("grade_id") != "SelfAttention_v2",
     )
     not_utf8 = b"\xff\xfe\x00\x01" + json.dumps(correct).encode("utf-16")
-    return {
-        "deleted_test_cells": (Case("deleted_test_cells", "file", 12, V2_CELL, "failed", "wrong values"), _drop_cells(wrong_v2, lambda c: not _is_test_cell(c))),
-        "edited_test_cells": (Case("edited_test_cells", "file", 12, V2_CELL, "failed", "wrong values"), edited),
-        "missing_class": (Case("missing_class", "file", 10, V2_CELL, "error", "not defined"), missing),
-        "wrong_signature": (Case("wrong_signature", "file", 12, TRANSFER_CELL, "error", "TypeError"), wrong_signature),
-        "nbformat3": (Case("nbformat3", "file", 14, V2_CELL, "passed"), _to_nbformat3(correct)),
-        "malformed_json": (Case("malformed_json", "file", 0, V2_CELL, "error", "not valid notebook JSON"), b'{"cells": [{"cell_type": "code", "source": ["def f('),
-        "not_utf8": (Case("not_utf8", "file", 0, V2_CELL, "error", "not UTF-8"), not_utf8),
-        "empty": (Case("empty", "file", 0, V2_CELL, "error", "is empty"), b""),
-    }  # fmt: skip
+    broken_json = b'{"cells": [{"cell_type": "code", "source": ["def f('
+    table: list[tuple[Case, dict[str, Any] | bytes]] = [
+        (Case("deleted_test_cells", "file", 12, V2_CELL, "failed", "wrong values"),
+         _drop_cells(wrong_v2, lambda c: not _is_test_cell(c))),
+        (Case("edited_test_cells", "file", 12, V2_CELL, "failed", "wrong values"), edited),
+        (Case("missing_class", "file", 10, V2_CELL, "error", "not defined"), missing),
+        (Case("wrong_signature", "file", 12, TRANSFER_CELL, "error", "TypeError"), wrong_signature),
+        (Case("nbformat3", "file", 14, V2_CELL, "passed"), _to_nbformat3(correct)),
+        (Case("malformed_json", "file", 0, V2_CELL, "error", "not valid notebook JSON"),
+         broken_json),
+        (Case("not_utf8", "file", 0, V2_CELL, "error", "not UTF-8"), not_utf8),
+        (Case("empty", "file", 0, V2_CELL, "error", "is empty"), b""),
+    ]  # fmt: skip
+    return {case.name: (case, content) for case, content in table}
 
 
 UNGRADABLE = ("malformed_json", "not_utf8", "empty")

@@ -204,7 +204,8 @@ def test_nothing_of_one_submission_reaches_the_next() -> None:
         "def probe():\n"
         "    import numpy as np\n"
         "    names = os.listdir('/tmp') + os.listdir('/dev/shm')\n"
-        "    others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid())]\n"
+        "    mine = (1, os.getpid())\n"
+        "    others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in mine]\n"
         "    return np.array([sum(n.startswith('left-') for n in names), len(others)])\n"
     )
     seen = []
