@@ -79,6 +79,8 @@ class Case:
     """An extra code cell, appended after the last cell (``{targets}`` etc. are filled in)."""
     note: str = ""
     """Words one of the record's instructor notes must contain."""
+    first: bool = False
+    """Put the extra cell first (so the demo cells that call the exercise find its helper)."""
 
 
 def _softmax_evasion(name: str, expr: str, extra: str | None = None, note: str = "") -> Case:
@@ -101,7 +103,7 @@ def _attention_evasion(name: str, body: str, extra: str | None = None) -> Case:
         12,
         V2_CELL,
         "forbidden",
-        "attention",
+        "write yourself",
         {"SelfAttention_v2": QKV + body},
         extra,
     )
@@ -290,8 +292,14 @@ ATTEMPTS: dict[str, tuple[str, str]] = {
         "escape",
         """
         import os
-        paths = (REPO, "/work", "/root", "/home", "/etc/shadow", "/var/run/docker.sock")
-        return " ".join(p for p in paths if os.path.exists(p))
+        # Folders above the bound Python installation exist as empty skeletons: what
+        # matters is whether anything else of the machine is in them.
+        paths = (REPO + "/autograder", REPO + "/solutions", REPO + "/README.md",
+                 "/etc/shadow", "/etc/passwd", "/home", "/var/run/docker.sock")
+        found = [p for p in paths if os.path.exists(p)]
+        if os.path.isdir(REPO):
+            found += [f"{REPO}/{n}" for n in os.listdir(REPO) if n != ".venv"]
+        return " ".join(found)
     """,
     ),
     "write_outside_tmp": (
@@ -299,7 +307,7 @@ ATTEMPTS: dict[str, tuple[str, str]] = {
         """
         found = []
         others = ["/usr/attnkit-x", "/opt/attnkit/attnkit/x.py", "/attnkit-x",
-                  "/data/the-verdict.txt", "/proc/sys/kernel/hostname"]
+                  "/opt/attnkit/planted.py", "/data/the-verdict.txt"]
         for path in WRITABLE + others:
             try:
                 with open(path, "a") as f:
@@ -489,6 +497,7 @@ ATTEMPTS: dict[str, tuple[str, str]] = {
             for name in os.listdir(folder):
                 if name.startswith(("attnkit-leftover", "fill-", "huge")):
                     found.append(os.path.join(folder, name))
+        found += [p for p in ("/attnkit-x", "/opt/attnkit/planted.py") if os.path.exists(p)]
         mine = (1, os.getpid())
         found += [f"process {p}" for p in os.listdir("/proc") if p.isdigit() and int(p) not in mine]
         return " ".join(found)
@@ -608,7 +617,9 @@ def _escape(name: str, targets: Targets) -> Case:
     helper = (
         _preamble(targets) + "def attempt():\n" + textwrap.indent(textwrap.dedent(body), "    ")
     )
-    return Case(name, kind, 14, V2_CELL, "passed", "", {"SelfAttention_v2": GUARDED_V2}, helper)
+    return Case(
+        name, kind, 14, V2_CELL, "passed", "", {"SelfAttention_v2": GUARDED_V2}, helper, first=True
+    )
 
 
 def cases(targets: Targets) -> list[Case]:
@@ -691,25 +702,26 @@ def cases(targets: Targets) -> list[Case]:
             None,
             "mode stack",
         ),
-        # The same defeat, written so that no static rule sees it: a hole if unreported.
+        # The same defeats, with the module named at run time and the switches imported by
+        # name: the instructor must still be told where.
         Case(
             "sm_recorder_patched_by_computed_name",
             "evasion",
-            11,
+            14,
             SOFTMAX_CELL,
-            "forbidden",
-            "softmax",
+            "passed",
+            "",
             {"softmax": "return torch.nan_to_num(torch.softmax(x, dim), nan=0.0)"},
             DISABLE_RECORDER,
-            "",
+            "import_module",
         ),
         Case(
             "sm_modes_disabled_by_from_imports",
             "evasion",
-            11,
+            14,
             SOFTMAX_CELL,
-            "forbidden",
-            "softmax",
+            "passed",
+            "",
             {
                 "softmax": "from torch._C import DisableTorchFunction\n"
                 "from torch.utils._python_dispatch import _disable_current_modes\n"
@@ -717,6 +729,8 @@ def cases(targets: Targets) -> list[Case]:
                 "    out = torch.softmax(x, dim)\n"
                 "return torch.nan_to_num(out, nan=0.0)"
             },
+            None,
+            "torch._C",
         ),
         # -- evasions: attention --------------------------------------------------------------
         _attention_evasion(
@@ -763,7 +777,7 @@ def cases(targets: Targets) -> list[Case]:
         # -- forged and partial replies -------------------------------------------------------
         _forge(
             "reply_forged_with_stolen_nonce",
-            "another request",
+            "wrong values",
             "zeros = bytes(4 * 2 * 5 * 3)\n"
             "ref = {'__nd__': [0, len(zeros)], 'dtype': '<f4', 'shape': [2, 5, 3]}\n"
             "out = {'kind': 'tensor', 'dtype': 'float32', 'array': ref}\n"
@@ -1079,7 +1093,7 @@ def build_corpus(
         else:
             notebook = fill_notebook(released, SLUG, case.bodies)
         if case.extra is not None:
-            notebook = add_cell(notebook, case.extra)
+            notebook = add_cell(notebook, case.extra, 0 if case.first else None)
         put(case, notebook)
     for case, content in file_cases(released).values():
         put(case, content)

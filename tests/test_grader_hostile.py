@@ -195,6 +195,11 @@ def test_nothing_of_one_submission_reaches_the_next() -> None:
         "            open(os.path.join(folder, 'left-' + str(os.getpid())), 'w').write('x')\n"
         "        time.sleep(0.01)\n"
         "threading.Thread(target=linger).start()\n"
+        "for path in ('/left-root', '/opt/attnkit/left_module.py'):\n"
+        "    try:\n"
+        "        open(path, 'w').write('x = 1')\n"
+        "    except OSError:\n"
+        "        pass\n"
         "def probe():\n"
         "    import numpy as np\n"
         "    return np.array(len(os.listdir('/tmp')) + len(os.listdir('/dev/shm')))\n"
@@ -206,7 +211,10 @@ def test_nothing_of_one_submission_reaches_the_next() -> None:
         "    names = os.listdir('/tmp') + os.listdir('/dev/shm')\n"
         "    mine = (1, os.getpid())\n"
         "    others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in mine]\n"
-        "    return np.array([sum(n.startswith('left-') for n in names), len(others)])\n"
+        "    planted = ('/left-root', '/opt/attnkit/left_module.py')\n"
+        "    roots = [p for p in planted if os.path.exists(p)]\n"
+        "    left = sum(n.startswith('left-') for n in names)\n"
+        "    return np.array([left, len(others), len(roots)])\n"
     )
     seen = []
     for source in (plant, look):
@@ -219,4 +227,6 @@ def test_nothing_of_one_submission_reaches_the_next() -> None:
             sandbox.close()
         seen.append(result["out"]["array"])
     assert int(seen[0]) >= 2, "the planting submission could not write its files"
-    assert np.array_equal(seen[1], [0, 0]), "files or processes of the previous submission survived"
+    assert np.array_equal(seen[1], [0, 0, 0]), (
+        f"the previous submission left (files, processes, files outside /tmp): {seen[1]}"
+    )
