@@ -892,7 +892,8 @@ def cases(targets: Targets) -> list[Case]:
             "error",
             "segmentation fault",
             "import sys\nsys.setrecursionlimit(10**8)\nnested = []\n"
-            "for _ in range(10**6):\n    nested = [nested]\nreturn repr(nested)",
+            "for _ in range(10**6):\n    nested = [nested]\n"
+            "import json\nreturn json.dumps(nested, check_circular=False)",
         ),
         Case(
             "cell_loops_ignoring_signals",
