@@ -35,8 +35,11 @@ mkdir "$work/repo"
 git -C "$source_dir" ls-files -z --cached --others --exclude-standard |
     (cd "$source_dir" && xargs -0 -r tar -cf - --ignore-failed-read 2>/dev/null) |
     tar -xf - -C "$work/repo"
+# The installed (non-editable) kit looks for it through $ATTNKIT_VERDICT.
+verdict_env=()
 if [ -f "$source_dir/data/the-verdict.txt" ]; then
     cp "$source_dir/data/the-verdict.txt" "$work/repo/data/"
+    verdict_env=("ATTNKIT_VERDICT=$work/repo/data/the-verdict.txt")
 fi
 chown -R "$user:$user" "$work"
 chmod 700 "$work"
@@ -49,7 +52,7 @@ done < <(env)
 
 run_as() {
     setpriv --reuid "$user" --regid "$user" --init-groups \
-        env -i HOME="$work" PATH=/usr/bin:/bin LANG=C.UTF-8 "${pip_env[@]}" "$@"
+        env -i HOME="$work" PATH=/usr/bin:/bin LANG=C.UTF-8 "${pip_env[@]}" "${verdict_env[@]}" "$@"
 }
 
 cd "$work/repo"
