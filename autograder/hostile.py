@@ -230,7 +230,10 @@ ATTEMPTS: dict[str, tuple[str, str]] = {
         """
         import importlib
         found = []
-        for name in ("attnkit_solutions", "attnkit_autograder", "attnkit_autograder.suites"):
+        # Where the packages are installed, the sandbox covers them with empty folders, which
+        # import as empty namespace packages: what must fail is reaching their modules.
+        for name in ("attnkit_solutions.exercises", "attnkit_solutions.self_attention",
+                     "attnkit_autograder.harness", "attnkit_autograder.suite_support"):
             try:
                 importlib.import_module(name)
                 found.append(name)
@@ -892,7 +895,7 @@ def cases(targets: Targets) -> list[Case]:
             "error",
             "segmentation fault",
             "import sys\nsys.setrecursionlimit(10**8)\nnested = []\n"
-            "for _ in range(10**6):\n    nested = [nested]\n"
+            "for _ in range(2 * 10**5):\n    nested = [nested]\n"
             "import json\nreturn json.dumps(nested, check_circular=False)",
         ),
         Case(
