@@ -586,6 +586,9 @@ ATTEMPTS: dict[str, tuple[str, str]] = {
         "limit",
         """
         import threading
+        if getattr(attempt, "done", False):
+            return ""  # once per process: the memory limit, not the call's timeout, must stop it
+        attempt.done = True
         threading.stack_size(64 * 1024)
         stop, started = threading.Event(), 0
         try:
@@ -893,7 +896,7 @@ def cases(targets: Targets) -> list[Case]:
             "limit",
             12,
             "error",
-            "segmentation fault",
+            "the submission's process",
             "import sys\nsys.setrecursionlimit(10**8)\nnested = []\n"
             "for _ in range(2 * 10**5):\n    nested = [nested]\n"
             "import json\nreturn json.dumps(nested, check_circular=False)",
