@@ -43,6 +43,8 @@ def test_two_grade_runs_at_once_both_finish_with_correct_marks(tmp_path) -> None
             "1",
             "--timeout",
             "3",
+            "--cell-timeout",
+            "5",
             "--budget",
             "60",
             "--memory-mb",
