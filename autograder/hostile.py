@@ -25,7 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .corpus import add_cell, fill_notebook, released_notebook, write_notebook
+from .corpus import (
+    add_cell,
+    drop_cells,
+    fill_notebook,
+    released_notebook,
+    to_nbformat3,
+    write_notebook,
+)
 
 SLUG = "02_self_attention"
 MAX_SCORE = 14.0
@@ -1016,21 +1023,6 @@ def _is_test_cell(cell: dict[str, Any]) -> bool:
     return bool(cell.get("metadata", {}).get("nbgrader", {}).get("grade"))
 
 
-def _drop_cells(notebook: dict[str, Any], keep: Any) -> dict[str, Any]:
-    changed = copy.deepcopy(notebook)
-    changed["cells"] = [c for c in changed["cells"] if keep(c)]
-    return changed
-
-
-def _to_nbformat3(notebook: dict[str, Any]) -> dict[str, Any]:
-    cells = [
-        {"cell_type": "code", "input": c["source"], "language": "python", "outputs": []}
-        for c in notebook["cells"]
-        if c["cell_type"] == "code"
-    ]
-    return {"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": cells}]}
-
-
 def file_cases(released: dict[str, Any]) -> dict[str, tuple[Case, dict[str, Any] | bytes]]:
     """Cases that are whole files rather than a planted attack: edited notebooks, bad bytes."""
     correct = fill_notebook(released, SLUG)
@@ -1048,7 +1040,7 @@ def file_cases(released: dict[str, Any]) -> dict[str, tuple[Case, dict[str, Any]
             )
             for line in cell["source"]
         ]
-    missing = _drop_cells(
+    missing = drop_cells(
         correct,
         lambda c: c.get("metadata", {}).get("nbgrader", {}).get("grade_id") != "SelfAttention_v2",
     )
@@ -1056,11 +1048,11 @@ def file_cases(released: dict[str, Any]) -> dict[str, tuple[Case, dict[str, Any]
     broken_json = b'{"cells": [{"cell_type": "code", "source": ["def f('
     table: list[tuple[Case, dict[str, Any] | bytes]] = [
         (Case("deleted_test_cells", "file", 12, V2_CELL, "failed", "wrong values"),
-         _drop_cells(wrong_v2, lambda c: not _is_test_cell(c))),
+         drop_cells(wrong_v2, lambda c: not _is_test_cell(c))),
         (Case("edited_test_cells", "file", 12, V2_CELL, "failed", "wrong values"), edited),
         (Case("missing_class", "file", 10, V2_CELL, "error", "not defined"), missing),
         (Case("wrong_signature", "file", 12, TRANSFER_CELL, "error", "TypeError"), wrong_signature),
-        (Case("nbformat3", "file", 14, V2_CELL, "passed"), _to_nbformat3(correct)),
+        (Case("nbformat3", "file", 14, V2_CELL, "passed"), to_nbformat3(correct)),
         (Case("malformed_json", "file", 0, V2_CELL, "error", "not valid notebook JSON"),
          broken_json),
         (Case("not_utf8", "file", 0, V2_CELL, "error", "not UTF-8"), not_utf8),
