@@ -101,7 +101,7 @@ class Recorder:
     """
 
     def __init__(self, forbidden: Iterable[str]) -> None:
-        self.used: set[str] = set()
+        self.used: dict[str, None] = {}  # in the order seen: the function before its kernel
         functions: set[str] = set()
         kernels: set[str] = set()
         for name in forbidden:
@@ -128,14 +128,14 @@ class Recorder:
             def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 name = recorder.functions.get(func)
                 if name is not None:
-                    recorder.used.add(name + _where())
+                    recorder.used.setdefault(name + _where())
                 return func(*args, **(kwargs or {}))
 
         class Kernels(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 name = str(func.overloadpacket)
                 if name in recorder.kernels:
-                    recorder.used.add(f"{name}, PyTorch's kernel{_where()}")
+                    recorder.used.setdefault(f"{name}, PyTorch's kernel{_where()}")
                 return func(*args, **(kwargs or {}))
 
         self._modes = [Functions(), Kernels()]
@@ -215,6 +215,8 @@ TAMPERING_ATTRIBUTES = {
     "_disable_torch_function": "PyTorch's torch-function switch",
     "DisableTorchFunction": "PyTorch's torch-function switch",
     "DisableTorchFunctionSubclass": "PyTorch's torch-function switch",
+    "_disable_current_modes": "PyTorch's dispatch-mode stack",
+    "import_module": "importlib.import_module (a module named at run time)",
 }
 TAMPERING_MODULES = {"ctypes", "gc", "_ctypes", "cffi", "attnkit", "pyseccomp", "resource"}
 
@@ -238,6 +240,12 @@ def tampering(cells: Iterable[tuple[int, str]]) -> list[Finding]:
                 hits = [n for n in hits if n not in ("attnkit.notebook",)]
                 if hits:
                     what = f"imports {hits[0]}"
+                elif isinstance(node, ast.ImportFrom):
+                    # `from torch._C import DisableTorchFunction` reaches what `torch._C.X` does.
+                    parts = (node.module or "").split(".") + [a.name for a in node.names]
+                    found = [p for p in parts if p in TAMPERING_ATTRIBUTES]
+                    if found:
+                        what = TAMPERING_ATTRIBUTES[found[0]]
             elif (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)

@@ -39,5 +39,5 @@ class LocalImplementation:
     ) -> dict[str, Any]:
         with Recorder(forbidden) as recorder:
             result = ADAPTERS[adapter](self.namespace, **kwargs)
-        result["forbidden_used"] = sorted(recorder.used)
+        result["forbidden_used"] = list(recorder.used)
         return result

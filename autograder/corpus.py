@@ -24,10 +24,9 @@ from attnkit_solutions.exercises import reference_object
 __all__ = [
     "CorpusCase",
     "Mistake",
+    "add_cell",
     "case_notebook",
     "fill_notebook",
-    "hostile_corpus",
-    "hostile_notebook",
     "load_mistakes",
     "read_case",
     "released_notebook",
@@ -88,95 +87,7 @@ def write_notebook(notebook: dict[str, Any], path: Path) -> Path:
     return path
 
 
-# -- hostile and broken submissions --------------------------------------------------------------
-#
-# Each case starts from a correct lesson-2 notebook and plants its hostility in
-# SelfAttention_v2.forward, the one exercise that no other exercise depends on, so the
-# expected outcome is exact: that exercise earns nothing, everything else keeps its
-# credit. Top-level mischief goes into an extra code cell.
-
-HOSTILE_SLUG = "02_self_attention"
-HOSTILE_TARGET = "SelfAttention_v2"
-ZEROS = "return torch.zeros(*x.shape[:-1], self.W_query.out_features)"
-
-CORRECT_V2 = (
-    "queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)\n"
-    "weights = softmax(queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5, dim=-1)\n"
-    "return weights @ values"
-)
-
-# Sabotage lives in a helper that the exercise calls: code no exercise refers to is
-# never run by the grader (see Definitions.needed_for), which would make it harmless.
-HOSTILE_BODIES: dict[str, str] = {
-    "patches_numpy_torch_builtins": "sabotage()\n" + ZEROS,
-    "tampers_with_the_grader": "sabotage()\n" + CORRECT_V2,
-    "infinite_loop": "while True:\n    pass",
-    "infinite_loop_ignoring_signals": (
-        "import signal\n"
-        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-        "while True:\n    pass"
-    ),
-    "unbounded_allocation": (
-        "blocks = []\nwhile True:\n    blocks.append(bytearray(256 * 1024 * 1024))"
-    ),
-    "os_exit": "import os\nos._exit(3)",
-    "segfault": "import ctypes\nreturn ctypes.string_at(0)",
-    "fork_bomb": (
-        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
-    ),
-    "reads_the_references": (
-        "from attnkit_solutions.self_attention import SelfAttention_v2 as Reference\n"
-        "return Reference.forward(self, x)"
-    ),
-    "returns_numpy": (
-        "queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)\n"
-        "weights = softmax(queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5, dim=-1)\n"
-        "return (weights @ values).detach().numpy()"
-    ),
-    "nan_output": "return torch.full((*x.shape[:-1], self.W_query.out_features), float('nan'))",
-    "forbidden_library_attention": (
-        "import torch.nn.functional as F\n"
-        "return F.scaled_dot_product_attention(self.W_query(x), self.W_key(x), self.W_value(x))"
-    ),
-    "prints_megabytes": (
-        'print("x" * 5_000_000)\n'
-        "queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)\n"
-        "weights = softmax(queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5, dim=-1)\n"
-        "return weights @ values"
-    ),
-}
-
-HOSTILE_CELLS: dict[str, str] = {
-    "patches_numpy_torch_builtins": (
-        "def sabotage():\n"
-        "    import builtins, numpy, torch\n"
-        "    numpy.allclose = lambda *a, **k: True\n"
-        "    numpy.array_equal = lambda *a, **k: True\n"
-        "    numpy.testing.assert_allclose = lambda *a, **k: None\n"
-        "    torch.allclose = lambda *a, **k: True\n"
-        "    torch.testing.assert_close = lambda *a, **k: None\n"
-        "    builtins.abs = lambda value: 0\n"
-    ),
-    "prints_megabytes": 'print("y" * 20_000_000)\n',
-    "tampers_with_the_grader": (
-        "def sabotage():\n"
-        "    import os, signal, pathlib\n"
-        "    for target in {targets}:\n"
-        "        try:\n"
-        "            pathlib.Path(target).write_text('tampered')\n"
-        "        except OSError:\n"
-        "            pass\n"
-        "    try:\n"
-        "        os.kill(os.getppid(), signal.SIGKILL)\n"
-        "    except OSError:\n"
-        "        pass\n"
-        "    try:\n"
-        "        return open({secret!r}).read()\n"
-        "    except OSError:\n"
-        "        return None\n"
-    ),
-}
+# -- editing notebooks (the hostile corpus, attnkit_autograder.hostile, builds on these) --------
 
 
 def add_cell(notebook: dict[str, Any], source: str, index: int | None = None) -> dict[str, Any]:
@@ -206,75 +117,6 @@ def to_nbformat3(notebook: dict[str, Any]) -> dict[str, Any]:
         if c["cell_type"] == "code"
     ]
     return {"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": cells}]}
-
-
-def hostile_notebook(
-    released: dict[str, Any], name: str, cells: dict[str, str] = HOSTILE_CELLS
-) -> dict[str, Any]:
-    """A correct lesson-2 notebook with hostile case ``name`` planted in SelfAttention_v2
-    (and its extra top-level cell from ``cells``, if it has one)."""
-    notebook = fill_notebook(released, HOSTILE_SLUG, {HOSTILE_TARGET: HOSTILE_BODIES[name]})
-    return add_cell(notebook, cells[name]) if name in cells else notebook
-
-
-def hostile_corpus(
-    out_dir: Path, assignments_dir: Path, tamper_targets: list[str], secret: str
-) -> dict[str, Path]:
-    """Write the hostile and broken submissions (one student each) as single files."""
-    slug, target = HOSTILE_SLUG, HOSTILE_TARGET
-    released = released_notebook(slug, assignments_dir)
-    correct = fill_notebook(released, slug)
-    files: dict[str, Path] = {}
-
-    def put(name: str, notebook: dict[str, Any] | None = None, raw: bytes | None = None) -> None:
-        path = out_dir / f"{name}_{slug}.ipynb"
-        if raw is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(raw)
-        else:
-            write_notebook(notebook, path)
-        files[name] = path
-
-    cells = dict(HOSTILE_CELLS)
-    cells["tampers_with_the_grader"] = cells["tampers_with_the_grader"].format(
-        targets=tamper_targets, secret=secret
-    )
-    put("correct", correct)
-    put("untouched_stubs", released)
-    for name in HOSTILE_BODIES:
-        put(name, hostile_notebook(released, name, cells))
-
-    def is_test_cell(cell: dict[str, Any]) -> bool:
-        return bool(cell.get("metadata", {}).get("nbgrader", {}).get("grade"))
-
-    wrong_v2 = fill_notebook(released, slug, {target: ZEROS})
-    put("deleted_test_cells", drop_cells(wrong_v2, lambda c: not is_test_cell(c)))
-    edited = copy.deepcopy(wrong_v2)
-    for cell in edited["cells"]:
-        if is_test_cell(cell):
-            cell["source"] = ["print('all tests passed')\n"]
-    put("edited_test_cells", edited)
-    put(
-        "missing_class",
-        drop_cells(
-            correct, lambda c: c.get("metadata", {}).get("nbgrader", {}).get("grade_id") != target
-        ),
-    )
-    wrong_signature = copy.deepcopy(correct)
-    for cell in wrong_signature["cells"]:
-        cell["source"] = [
-            line.replace(
-                "def copy_v2_weights_into_v1(v2: SelfAttention_v2, v1: SelfAttention_v1)",
-                "def copy_v2_weights_into_v1(v2: SelfAttention_v2)",
-            )
-            for line in cell["source"]
-        ]
-    put("wrong_signature", wrong_signature)
-    put("nbformat3", to_nbformat3(correct))
-    put("malformed_json", raw=b'{"cells": [{"cell_type": "code", "source": ["def f(')
-    put("not_utf8", raw=b"\xff\xfe\x00\x01" + json.dumps(correct).encode("utf-16"))
-    put("empty", raw=b"")
-    return files
 
 
 # -- the independent diagnosis corpus -----------------------------------------------------------

@@ -27,15 +27,15 @@ from typing import Any
 from attnkit.errors import KitError
 
 from .corpus import (
-    HOSTILE_SLUG,
     fill_notebook,
-    hostile_notebook,
     load_mistakes,
     released_notebook,
     write_notebook,
 )
+from .hostile import SLUG as HOSTILE_SLUG
+from .hostile import hostile_notebook
 
-SLUG = HOSTILE_SLUG
+SLUG = HOSTILE_SLUG  # the demo class does lesson 2, like the hostile corpus
 MARKER = ".attnkit-demo"
 
 

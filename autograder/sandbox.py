@@ -179,6 +179,10 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
         environment["ATTNKIT_VERDICT"] = "/data/the-verdict.txt"
     for key, value in environment.items():
         args += ["--setenv", key, value]
+    # bubblewrap's root is a writable tmpfs that no reset empties and no limit caps: make it
+    # read-only, so /tmp and /dev/shm (capped, emptied between submissions) are the only
+    # places a submission can write.
+    args += ["--remount-ro", "/"]
     search = [inside(p) for p in search]
     code = _bootstrap(search, scratch, control_fd) if control_fd >= 0 else _probe(search)
     args += ["--chdir", "/tmp", inside(interpreter), "-I", "-S", "-c", code]

@@ -1,55 +1,51 @@
-"""The grader against hostile and broken submissions: each earns exactly what its code earns.
+"""The grader against the hostile corpus (attnkit_autograder.hostile): every case, one run.
 
-All cases are graded in one run (two graders in parallel, short timeouts). Every case
-is a correct lesson-2 notebook with its hostility planted in SelfAttention_v2 (worth 2
-of 14 points, and used by no other exercise), so the expected scores are exact.
+All cases are graded in ONE run (two graders in parallel, short timeouts), beside correct
+students. Each case is a correct lesson-2 notebook with one attack planted, so its score
+is exact. The run must finish and write grades.json; nothing hostile may earn a point its
+code did not earn; no correct student may lose one; files outside OUT stay untouched.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from attnkit_autograder.corpus import hostile_corpus
-from attnkit_autograder.discovery import Submission, discover
-from attnkit_autograder.engine import GradeSettings, grade_all, result_path, write_gradebook
-from attnkit_autograder.isolation import SLOT_UID_BASE
+from attnkit_autograder.discovery import discover
+from attnkit_autograder.engine import GradeSettings, grade_all, write_gradebook
+from attnkit_autograder.hostile import (
+    CANARY_NAME,
+    MAX_SCORE,
+    SLUG,
+    UNGRADABLE,
+    Targets,
+    build_corpus,
+    cases,
+    classic_cases,
+    file_cases,
+    released_notebook,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 HIDDEN_SUITE = ROOT / "autograder" / "suites" / "test_02_self_attention.py"
+GRADER_OWNED = [
+    HIDDEN_SUITE,
+    ROOT / "solutions" / "self_attention.py",
+    ROOT / "autograder" / "mistakes.toml",
+    ROOT / "attnkit" / "worker.py",
+]
+SETTINGS = GradeSettings(call_timeout=3.0, cell_timeout=5.0, budget=60.0, memory_mb=1024)
 
-# case: (score out of 14, status of the SelfAttention_v2 cell, words its message contains)
-EXPECTED = {
-    "correct": (14, "passed", ""),
-    "nbformat3": (14, "passed", ""),
-    "prints_megabytes": (14, "passed", ""),
-    "tampers_with_the_grader": (14, "passed", ""),
-    "untouched_stubs": (0, "failed", "not implemented"),
-    "patches_numpy_torch_builtins": (12, "failed", "wrong values"),
-    "infinite_loop": (12, "timeout", "no answer after"),
-    "infinite_loop_ignoring_signals": (12, "timeout", "no answer after"),
-    "fork_bomb": (12, "timeout", "no answer after"),
-    "unbounded_allocation": (12, "error", "memory"),
-    "os_exit": (12, "error", "exited with status 3"),
-    "segfault": (12, "error", "segmentation fault"),
-    "reads_the_references": (12, "error", "Permission denied"),
-    "returns_numpy": (12, "failed", "NumPy array"),
-    "nan_output": (12, "failed", "NaN"),
-    "forbidden_library_attention": (12, "forbidden", "scaled_dot_product_attention"),
-    "deleted_test_cells": (12, "failed", "wrong values"),
-    "edited_test_cells": (12, "failed", "wrong values"),
-    "missing_class": (10, "error", "not defined"),
-    "wrong_signature": (12, "passed", ""),
-}
-UNGRADABLE = {
-    "malformed_json": "not valid notebook JSON",
-    "not_utf8": "not UTF-8",
-    "empty": "is empty",
-}
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @pytest.fixture(scope="module")
@@ -60,126 +56,177 @@ def graded(tmp_path_factory):
     out = tmp / "out"
     out.mkdir()
     (out / "grades.json").write_text("{}")
-    suite_before = HIDDEN_SUITE.read_bytes()
-    files = hostile_corpus(
-        tmp / "submissions",
-        ROOT / "assignments",
-        [str(grader_file), str(out / "grades.json"), str(HIDDEN_SUITE)],
-        secret=str(HIDDEN_SUITE),
+    canary = Path("/dev/shm") / CANARY_NAME
+    canary.write_text("the grader's")
+    submissions = tmp / "submissions"
+    targets = Targets(
+        secrets=(
+            str(HIDDEN_SUITE),
+            str(ROOT / "solutions" / "self_attention.py"),
+            str(submissions / "correct_02_self_attention.ipynb"),
+            str(out / "grades.json"),
+            str(grader_file),
+        ),
+        writable=(str(grader_file), str(out / "grades.json"), str(HIDDEN_SUITE)),
+        repo=str(ROOT),
+        grader_cwd=os.getcwd(),
     )
-    submissions = discover(tmp / "submissions")
-    settings = GradeSettings(call_timeout=3.0, budget=60.0, memory_mb=1024)
-    done, interrupted, _ = grade_all(submissions, out, settings, jobs=2)
+    corpus = build_corpus(submissions, ROOT / "assignments", targets)
+    before = {path: digest(path) for path in GRADER_OWNED}
+    started = time.monotonic()
+    done, interrupted = grade_all(discover(submissions), out, SETTINGS, jobs=2)
+    seconds = time.monotonic() - started
     records = {r["student"]: r for r in write_gradebook(out)}
-    return {
+    print(f"\nhostile corpus: {len(corpus)} submissions graded in {seconds:.1f} s (jobs=2)")
+    yield {
+        "corpus": corpus,
         "records": records,
-        "files": files,
         "done": done,
         "interrupted": interrupted,
-        "grader_file": grader_file,
-        "suite_before": suite_before,
         "out": out,
+        "before": before,
+        "grader_file": grader_file,
+        "canary": canary,
     }
+    canary.unlink(missing_ok=True)
 
 
 def cell(record: dict, grade_id: str) -> dict:
     return next(t for t in record["tests"] if t["grade_id"] == grade_id)
 
 
-def test_every_submission_gets_a_record_and_the_grader_survives(graded) -> None:
-    assert not graded["interrupted"]
-    assert set(graded["records"]) == set(EXPECTED) | set(UNGRADABLE)
-
-
-@pytest.mark.parametrize("case", sorted(EXPECTED))
-def test_hostile_submission_earns_exactly_what_its_code_earns(graded, case) -> None:
-    score, v2_status, words = EXPECTED[case]
-    record = graded["records"][case]
-    assert record["status"] == "graded", record["error"]
-    assert record["score"] == score, [
+def failures(record: dict) -> list[tuple[str, str, str]]:
+    return [
         (t["grade_id"], t["status"], t["message"])
         for t in record["tests"]
         if t["status"] != "passed"
     ]
-    v2 = cell(record, "test_v2_forward")
-    assert v2["status"] == v2_status, v2
-    assert words in v2["message"], v2
 
 
-def test_wrong_signature_costs_the_weight_transfer(graded) -> None:
-    transfer = cell(graded["records"]["wrong_signature"], "test_weight_transfer")
-    assert transfer["status"] == "error" and "TypeError" in transfer["message"]
+def test_the_run_finishes_and_writes_grades_json_for_everyone(graded) -> None:
+    assert not graded["interrupted"]
+    assert graded["done"] == len(graded["corpus"])
+    document = json.loads((graded["out"] / "grades.json").read_text())
+    assert {s["student"] for s in document["submissions"]} == set(graded["corpus"])
 
 
-@pytest.mark.parametrize("case", sorted(UNGRADABLE))
-def test_unreadable_submissions_are_errors_with_reasons_not_silent_zeros(graded, case) -> None:
-    record = graded["records"][case]
-    assert record["status"] == "error"
-    assert UNGRADABLE[case] in record["error"]
-    assert all(t["status"] == "error" for t in record["tests"])
+def test_the_corpus_covers_every_class_with_at_least_60_cases(graded) -> None:
+    kinds = [case.kind for case, _ in graded["corpus"].values()]
+    assert len(kinds) >= 60
+    assert {"evasion", "reply", "escape", "limit", "file"} <= set(kinds)
 
 
-def test_submissions_could_not_touch_the_grader_or_read_hidden_files(graded) -> None:
+def case_names() -> list[str]:
+    """Every case's name (the paths in Targets do not change which cases exist)."""
+    placeholder = Targets(secrets=("/",), writable=(), repo=str(ROOT))
+    names = [c.name for c in classic_cases() + cases(placeholder)]
+    names += list(file_cases(released_notebook(SLUG, ROOT / "assignments")))
+    return sorted(names)
+
+
+@pytest.mark.parametrize("case_name", case_names())
+def test_case_gets_exactly_its_expected_outcome(graded, case_name) -> None:
+    case, _ = graded["corpus"][case_name]
+    record = graded["records"][case_name]
+    if case_name in UNGRADABLE:
+        assert record["status"] == "error" and case.words in record["error"], record["error"]
+        assert record["score"] == 0 and all(t["status"] == "error" for t in record["tests"])
+        return
+    assert record["status"] == "graded", record["error"]
+    attacked = cell(record, case.cell)
+    assert (record["score"], attacked["status"]) == (case.score, case.status), failures(record)
+    assert case.words in attacked["message"], attacked
+    if case.note:
+        assert any(case.note in note for note in record["notes"]), record["notes"]
+
+
+def test_nothing_hostile_earns_a_point_and_no_correct_student_loses_one(graded) -> None:
+    for name, (case, _) in graded["corpus"].items():
+        assert graded["records"][name]["score"] <= case.score, name
+    for name in ("correct", "zz_correct_classmate", "nbformat3"):
+        assert graded["records"][name]["score"] == MAX_SCORE, failures(graded["records"][name])
+
+
+def test_files_outside_out_are_untouched(graded) -> None:
+    assert {path: digest(path) for path in GRADER_OWNED} == graded["before"]
     assert graded["grader_file"].read_text() == "original"
-    assert HIDDEN_SUITE.read_bytes() == graded["suite_before"]
-    json.loads((graded["out"] / "grades.json").read_text())  # rewritten by us, valid
-    correct = Submission("correct", "02_self_attention", Path())
-    sandbox = json.loads(result_path(graded["out"], correct).read_text())["run"]["sandbox"]
-    assert sandbox["landlock_abi"] >= 1
+    assert graded["canary"].read_text() == "the grader's"
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="per-slot uids are used only when grading as root")
-def test_no_sandbox_process_survives(graded) -> None:
-    leftovers = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            uid = os.stat(f"/proc/{pid}").st_uid
-        except FileNotFoundError:
-            continue
-        if SLOT_UID_BASE <= uid < SLOT_UID_BASE + 64:
-            leftovers.append(pid)
-    assert leftovers == []
+def test_every_result_records_the_sandbox_and_none_relies_on_landlock(graded) -> None:
+    # This machine may have no Landlock at all: the sandbox is bubblewrap's namespaces.
+    for name in ("correct", "read_hidden_files", "write_outside_tmp"):
+        record = json.loads(
+            (graded["out"] / "results" / name / "02_self_attention.json").read_text()
+        )
+        assert record["sandbox"] == "bubblewrap"
+        assert "landlock" not in json.dumps(record["run"]["sandbox"]).lower()
 
 
-PROBE = """
-import numpy as np
-def probe(paths):
-    import importlib
-    readable = []
-    for path in paths:
-        try:
-            open(path, "rb").read(1)
-            readable.append(1)
-        except OSError:
-            readable.append(0)
-    imports = []
-    for name in ("attnkit_solutions", "attnkit_autograder.harness", "statistics", "fractions"):
-        try:
-            importlib.import_module(name)
-            imports.append(1)
-        except Exception:
-            imports.append(0)
-    return np.array(readable + imports)
-"""
+def landlock_abi() -> int:
+    """Landlock's ABI version on this kernel, 0 if it has none."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    landlock_create_ruleset, version_flag = 444, 1
+    abi = libc.syscall(landlock_create_ruleset, None, 0, version_flag)
+    return max(abi, 0)
 
 
-def test_sandbox_reads_only_what_it_may() -> None:
-    from attnkit.notebook_code import extract_definitions
+def test_escapes_are_refused_whether_or_not_the_kernel_has_landlock(graded) -> None:
+    print(f"Landlock ABI on this machine: {landlock_abi()}")
+    escapes = [name for name, (case, _) in graded["corpus"].items() if case.kind == "escape"]
+    for name in escapes:
+        v2 = cell(graded["records"][name], "test_v2_forward")
+        assert "ESCAPED" not in v2["message"], (name, v2["message"])
+
+
+def test_nothing_of_one_submission_reaches_the_next() -> None:
+    """Files in /tmp and /dev/shm, and a thread that keeps writing them, are gone when the
+    next submission starts in the same sandbox."""
+    from attnkit.notebook_code import Cell
     from attnkit_autograder.isolation import IsolatedSubmission
 
-    secrets = [
-        str(HIDDEN_SUITE),
-        str(ROOT / "solutions" / "numpy_attention.py"),
-        "/etc/shadow",
-        str(ROOT / "autograder" / "mistakes.toml"),
-    ]
-    sandbox = IsolatedSubmission(extract_definitions([PROBE]), call_timeout=30, budget=60)
-    try:
-        result = sandbox.run(
-            "call_function", name="probe", args=[secrets], kwargs={}, framework="numpy"
-        )
-    finally:
-        sandbox.kill()
-    flags = result["out"]["array"].tolist()
-    assert flags[: len(secrets)] == [0] * len(secrets), "a secret file was readable"
-    assert flags[len(secrets) :] == [0, 0, 1, 1], "references importable, or stdlib not"
+    plant = (
+        "import os, threading, time\n"
+        "def linger():\n"
+        "    while True:\n"
+        "        for folder in ('/tmp', '/dev/shm'):\n"
+        "            open(os.path.join(folder, 'left-' + str(os.getpid())), 'w').write('x')\n"
+        "        time.sleep(0.01)\n"
+        "threading.Thread(target=linger).start()\n"
+        "for path in ('/left-root', '/opt/attnkit/left_module.py'):\n"
+        "    try:\n"
+        "        open(path, 'w').write('x = 1')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "def probe():\n"
+        "    import numpy as np\n"
+        "    return np.array(len(os.listdir('/tmp')) + len(os.listdir('/dev/shm')))\n"
+    )
+    look = (
+        "import os\n"
+        "def probe():\n"
+        "    import numpy as np\n"
+        "    names = os.listdir('/tmp') + os.listdir('/dev/shm')\n"
+        "    mine = (1, os.getpid())\n"
+        "    others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in mine]\n"
+        "    planted = ('/left-root', '/opt/attnkit/left_module.py')\n"
+        "    roots = [p for p in planted if os.path.exists(p)]\n"
+        "    left = sum(n.startswith('left-') for n in names)\n"
+        "    return np.array([left, len(others), len(roots)])\n"
+    )
+    seen = []
+    for source in (plant, look):
+        sandbox = IsolatedSubmission([Cell(1, source)], call_timeout=30, budget=60)
+        try:
+            result = sandbox.run(
+                "call_function", name="probe", args=[], kwargs={}, framework="numpy"
+            )
+        finally:
+            sandbox.close()
+        seen.append(result["out"]["array"])
+    assert int(seen[0]) >= 2, "the planting submission could not write its files"
+    assert np.array_equal(seen[1], [0, 0, 0]), (
+        f"the previous submission left (files, processes, files outside /tmp): {seen[1]}"
+    )
