@@ -74,7 +74,7 @@ def graded(tmp_path_factory):
     corpus = build_corpus(submissions, ROOT / "assignments", targets)
     before = {path: digest(path) for path in GRADER_OWNED}
     started = time.monotonic()
-    done, interrupted = grade_all(discover(submissions), out, SETTINGS, jobs=2)
+    done, interrupted, _lost = grade_all(discover(submissions), out, SETTINGS, jobs=2)
     seconds = time.monotonic() - started
     records = {r["student"]: r for r in write_gradebook(out)}
     print(f"\nhostile corpus: {len(corpus)} submissions graded in {seconds:.1f} s (jobs=2)")
