@@ -542,9 +542,14 @@ ATTEMPTS: dict[str, tuple[str, str]] = {
             except MemoryError:
                 pass
         threads = [threading.Thread(target=grab) for _ in range(6)]
+        started = []
         for t in threads:
-            t.start()
-        for t in threads:
+            try:
+                t.start()  # refused too, once the address-space limit leaves no room
+            except RuntimeError:
+                break
+            started.append(t)
+        for t in started:
             t.join()
         got = len(held) * 300
         held.clear()
