@@ -163,6 +163,8 @@ def bench_attnkit(folder: Path, out: Path, jobs: int, timeout: float) -> dict[st
         str(jobs),
         "--timeout",
         str(timeout),
+        "--cell-timeout",
+        str(timeout),
     ]
     wall, peak, pss, code = timed(command)
     records = json.loads((out / "grades.json").read_text())["submissions"]
@@ -174,6 +176,11 @@ def bench_attnkit(folder: Path, out: Path, jobs: int, timeout: float) -> dict[st
         ),
         default=0.0,
     )
+    # Where the time went: each submission's phases, summed over the run.
+    phases: dict[str, float] = {}
+    for path in (out / "results").glob("*/*.json"):
+        for phase, seconds in json.loads(path.read_text()).get("run", {}).get("phases", {}).items():
+            phases[phase] = phases.get(phase, 0.0) + seconds
     return {
         "wall": wall,
         "peak": peak,
@@ -181,6 +188,7 @@ def bench_attnkit(folder: Path, out: Path, jobs: int, timeout: float) -> dict[st
         "code": code,
         "graded": len(records),
         "slowest_submission": slowest,
+        "phases": phases,
     }
 
 
@@ -266,6 +274,18 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.submissions / ours['wall']:6.2f} submissions/s, peak RSS {mib(ours['peak'])}"
             f" (PSS {mib(ours['pss'])}), slowest submission {ours['slowest_submission']:.1f} s"
             f" (timeout {args.timeout:g} s per call)"
+        )
+
+        busy = sum(ours["phases"].values())
+        print(
+            f"  where attnkit's time went ({args.jobs} graders): {busy:.1f} grader-seconds in "
+            "submissions: "
+            + ", ".join(
+                f"{phase} {seconds:.1f} s"
+                for phase, seconds in sorted(ours["phases"].items(), key=lambda kv: -kv[1])
+            )
+            + f"; the rest of {ours['wall'] * args.jobs:.1f} grader-seconds is start-up "
+            "(the sandbox's zygote, the references) and coordination"
         )
 
         theirs = bench_nbgrader(work / "subs", args.assignment, args.nbgrader_sample, work)

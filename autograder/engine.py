@@ -342,7 +342,7 @@ def grade_submission(
     counts (see attnkit.notebook_code).
     """
     from .harness import reference_implementation
-    from .isolation import IsolatedSubmission
+    from .isolation import IsolatedSubmission, WorkerCrashed, WorkerTimeout
 
     started = time.monotonic()
     if submission.problem:
@@ -375,8 +375,21 @@ def grade_submission(
     recorder = RecordingImplementation(impl)
     reference = reference_implementation(slug)
     heatmap = None
+    phases: dict[str, float] = {"reading": time.monotonic() - started}
+    clock = time.monotonic()
+
+    def lap(phase: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        phases[phase] = phases.get(phase, 0.0) + now - clock
+        clock = now
+
     try:
+        with contextlib.suppress(WorkerTimeout, WorkerCrashed):
+            impl.prepare()  # the cells; a failure here is met again, per test, by the suite
+        lap("cells")
         verdicts = run_suite(recorder, slug, reference)
+        lap("hidden tests")
         live = {c.grade_id for c in cells if c.grade_id} & {c.grade_id for c in graded_cells(slug)}
         failing = {v.grade_id for v in verdicts if v.status != PASSED} & live
         for grade_id in sorted(failing):
@@ -384,18 +397,22 @@ def grade_submission(
             again = run_suite(impl.with_variant(grade_id), slug, reference, {grade_id})
             impl.with_variant(None)
             verdicts = better_of(verdicts, again)
+        lap("definitions live at graded cells")
         if settings.feedback:
             from .feedback import collect_heatmap
 
             heatmap = collect_heatmap(slug, impl, reference)
+            lap("heatmaps")
     finally:
         impl.close()
+        lap("sandbox reset")
     internal = [v for v in verdicts if v.status == INTERNAL]
     if internal:
         # A bug in the kit, not the student's doing: refuse to score rather than give a 0.
         return error_record(submission, internal[0].message)
     tests = score_cells(slug, verdicts)
     explain_failures(slug, tests, recorder.calls)
+    lap("diagnosis")
     return {
         "student": submission.student,
         "assignment": slug,
@@ -411,6 +428,7 @@ def grade_submission(
         "heatmap": heatmap,
         "run": {
             "seconds": round(time.monotonic() - started, 3),
+            "phases": {k: round(v, 3) for k, v in phases.items()},
             "workers_started": impl.spawned,
             "sandbox": impl.sandbox,
         },
