@@ -36,7 +36,6 @@ explain its output.
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
 import itertools
 import string
@@ -45,18 +44,24 @@ import tomllib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
 from .adapters import ADAPTERS
+from .implementation import (  # noqa: F401  (recording lives with the implementations)
+    MESSAGE_CHARS,
+    RecordedCall,
+    RecordingImplementation,
+    raised_message,
+    raised_type,
+)
 
 CATALOGUE_LOCATIONS = (("attnkit_autograder", "mistakes.toml"),)  # the instructor's kit only
 FINGERPRINTS = Path(__file__).resolve().parent / "mistake_fingerprints.bin"  # attnkit generate
 
-MESSAGE_CHARS = 300
 VALUES, FORBIDDEN_CALL = "values", "forbidden"
 """What a mistake is named from: wrong values, or runtime evidence of a forbidden call."""
 
@@ -135,68 +140,6 @@ def load_mistakes() -> tuple[Mistake, ...]:
 
 def mistakes_for(slug: str, exercise: str) -> list[Mistake]:
     return [m for m in load_mistakes() if m.assignment == slug and m.exercise == exercise]
-
-
-# -- recording ------------------------------------------------------------------------------
-
-
-@dataclass
-class RecordedCall:
-    adapter: str
-    kwargs: dict[str, Any]
-    outcome: dict[str, Any] | None = None
-    raised: str | None = None
-    message: str | None = None
-
-    @property
-    def answer(self) -> Answer:
-        return Answer(self.outcome, self.raised, self.message)
-
-    @property
-    def key(self) -> str:
-        """The same for the same request, in any process: what fingerprints are keyed by."""
-        from .wire import encode
-
-        return hashlib.sha256(encode([self.adapter, self.kwargs])).hexdigest()
-
-
-@dataclass
-class RecordingImplementation:
-    """Wraps an implementation and records the calls made to each exercise."""
-
-    inner: Any
-    calls: dict[str, list[RecordedCall]] = field(default_factory=dict)
-
-    @property
-    def label(self) -> str:
-        return self.inner.label
-
-    def run(self, adapter: str, *, forbidden: tuple[str, ...] = (), **kwargs: Any) -> dict:
-        record = RecordedCall(adapter, kwargs)
-        self.calls.setdefault(str(kwargs.get("name", adapter)), []).append(record)
-        try:
-            record.outcome = self.inner.run(adapter, forbidden=forbidden, **kwargs)
-        except Exception as exc:
-            record.raised, record.message = raised_type(exc), raised_message(exc)
-            raise
-        return record.outcome
-
-    def close(self) -> None:
-        if hasattr(self.inner, "close"):
-            self.inner.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-def raised_type(exc: BaseException) -> str:
-    """The exception's type, as the submission raised it (isolated errors carry the name)."""
-    return str(getattr(exc, "type_name", type(exc).__name__))
-
-
-def raised_message(exc: BaseException) -> str:
-    """The exception's message, without its type (isolated errors carry it apart)."""
-    return str(getattr(exc, "message", exc))[:MESSAGE_CHARS]
 
 
 # -- variants -------------------------------------------------------------------------------

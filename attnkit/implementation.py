@@ -1,18 +1,28 @@
-"""An *implementation* is anything that can answer adapter calls.
+"""Calling student code: the one home of *implementations*.
 
-The self-check and the hidden suites talk to implementations only through
-``impl.run(adapter, **kwargs)``, so a test does not care whether the code runs in this
-process (a notebook's definitions, the references, a catalogued mistake) or in an
-isolated worker (a submission being graded).
+An implementation is anything that answers adapter calls (``impl.run(adapter, **kwargs)``).
+The self-check and the hidden suites talk to implementations only through that, so a test
+does not care where the code runs:
+
+* :class:`LocalImplementation`: definitions in this process (a notebook's namespace, the
+  references, a catalogued mistake);
+* :class:`RecordingImplementation`: wraps another and records every call and its outcome,
+  which diagnosis replays;
+* ``attnkit_autograder.isolation.IsolatedSubmission``: a submission in the grader's
+  sandbox (it lives with the sandbox, in the instructor package).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .adapters import ADAPTERS
 from .forbidden import Recorder
+
+MESSAGE_CHARS = 300
 
 
 class Implementation(Protocol):
@@ -41,3 +51,68 @@ class LocalImplementation:
             result = ADAPTERS[adapter](self.namespace, **kwargs)
         result["forbidden_used"] = list(recorder.used)
         return result
+
+
+# -- recording: what the checks asked, and what came back -----------------------------------
+
+
+@dataclass
+class RecordedCall:
+    adapter: str
+    kwargs: dict[str, Any]
+    outcome: dict[str, Any] | None = None
+    raised: str | None = None
+    message: str | None = None
+
+    @property
+    def answer(self) -> Any:
+        """The call's outcome as diagnosis compares it (an ``attnkit.diagnosis.Answer``)."""
+        from .diagnosis import Answer
+
+        return Answer(self.outcome, self.raised, self.message)
+
+    @property
+    def key(self) -> str:
+        """The same for the same request, in any process: what fingerprints are keyed by."""
+        from .wire import encode
+
+        return hashlib.sha256(encode([self.adapter, self.kwargs])).hexdigest()
+
+
+@dataclass
+class RecordingImplementation:
+    """Wraps an implementation and records the calls made to each exercise."""
+
+    inner: Any
+    calls: dict[str, list[RecordedCall]] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
+
+    def run(self, adapter: str, *, forbidden: tuple[str, ...] = (), **kwargs: Any) -> dict:
+        record = RecordedCall(adapter, kwargs)
+        self.calls.setdefault(str(kwargs.get("name", adapter)), []).append(record)
+        try:
+            record.outcome = self.inner.run(adapter, forbidden=forbidden, **kwargs)
+        except Exception as exc:
+            record.raised, record.message = raised_type(exc), raised_message(exc)
+            raise
+        return record.outcome
+
+    def close(self) -> None:
+        if hasattr(self.inner, "close"):
+            self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def raised_type(exc: BaseException) -> str:
+    """The exception's type, as the submission raised it (isolated errors carry the name)."""
+    return str(getattr(exc, "type_name", type(exc).__name__))
+
+
+def raised_message(exc: BaseException) -> str:
+    """The exception's message, without its type (isolated errors carry it apart)."""
+    return str(getattr(exc, "message", exc))[:MESSAGE_CHARS]
