@@ -205,26 +205,33 @@ class CellTimeout(BaseException):
     Exception`` in student code must not swallow it)."""
 
 
+_shell: Any = None
+
+
 def kernel_shell() -> Any:
     """An IPython shell that transforms and runs cells as a Jupyter kernel does.
 
-    Created once per process. History is kept in memory, so nothing is written to disk.
+    Created once per process, and not registered as IPython's singleton, so it never
+    clashes with another shell the process (a test, a host application) may have.
+    History is kept in memory, so nothing is written to disk.
     """
+    global _shell
+    if _shell is not None:
+        return _shell
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
-    if InteractiveShell.initialized():
-        return InteractiveShell.instance()
     config = Config()
     config.HistoryManager.enabled = False
     config.InteractiveShell.xmode = "Plain"
-    shell = InteractiveShell.instance(config=config)
+    shell = InteractiveShell(config=config)
     # Shell escapes (!pip install ..., %%bash) reach outside the notebook: a grader or a
     # check never runs them. They do nothing, as if the command printed nothing.
     shell.system = lambda cmd: None
     shell.getoutput = lambda cmd, split=True, depth=0: []
     # `%matplotlib inline` asks for a GUI event loop, which only a kernel's shell has.
     shell.enable_gui = lambda gui=None: None
+    _shell = shell
     return shell
 
 
