@@ -169,6 +169,8 @@ class Worker:
             return {"nonce": nonce, "cell": self.run_cell(request)}
         if op == "call":
             return {"nonce": nonce, **self.call(request)}
+        if op == "variants":
+            return {"nonce": nonce, "differs": self.variants()}
         return {"nonce": nonce, "error": {"type": "ProtocolError", "message": f"unknown op {op}"}}
 
     def run_cell(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -180,6 +182,8 @@ class Worker:
             self.run.live_at_cell[cell.grade_id] = {
                 n: self.run.namespace[n] for n in watch if n in self.run.namespace
             }
+        if request.get("skip"):
+            return {"status": "ok", "error_type": "", "message": "", "line": None}
         outcome = run_cell(self.shell, cell, request.get("timeout"))
         return {
             "status": outcome.status,
@@ -188,14 +192,25 @@ class Worker:
             "line": outcome.line,
         }
 
+    def variants(self) -> list[str]:
+        """Graded cells at which some exercise was bound to another object than at the end."""
+        final = self.run.namespace
+        return sorted(
+            grade_id
+            for grade_id, live in self.run.live_at_cell.items()
+            if any(final.get(name) is not value for name, value in live.items())
+        )
+
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         from .adapters import ADAPTERS
         from .forbidden import Recorder
 
         namespace: dict[str, Any] = self.run.namespace
-        variant = request.get("variant")
-        if variant is not None:
-            namespace = {**namespace, **self.run.live_at_cell.get(variant, {})}
+        # The definitions live at a graded cell are put back into the namespace itself for
+        # the call, so that the helpers an exercise calls are those of that moment too.
+        live = self.run.live_at_cell.get(request.get("variant"), {})
+        saved = {name: namespace.get(name, _MISSING) for name in live}
+        namespace.update(live)
         try:
             adapter = ADAPTERS[request["adapter"]]
             with Recorder(request.get("forbidden", ())) as recorder:
@@ -205,6 +220,15 @@ class Worker:
         except BaseException as exc:  # everything is reported; the grader decides
             name = getattr(exc, "name", None) if type(exc).__name__ == "MissingDefinition" else None
             return {"error": {"type": type(exc).__name__, "message": str(exc)[:500], "name": name}}
+        finally:
+            for name, value in saved.items():
+                if value is _MISSING:
+                    namespace.pop(name, None)
+                else:
+                    namespace[name] = value
+
+
+_MISSING = object()
 
 
 # -- the zygote ---------------------------------------------------------------------------------

@@ -390,8 +390,9 @@ def grade_submission(
         lap("cells")
         verdicts = run_suite(recorder, slug, reference)
         lap("hidden tests")
-        live = {c.grade_id for c in cells if c.grade_id} & {c.grade_id for c in graded_cells(slug)}
-        failing = {v.grade_id for v in verdicts if v.status != PASSED} & live
+        failing = {v.grade_id for v in verdicts if v.status != PASSED}
+        if failing:
+            failing &= impl.redefined_at() & {c.grade_id for c in graded_cells(slug)}
         for grade_id in sorted(failing):
             # The definition live at this graded cell, if the student redefined it below.
             again = run_suite(impl.with_variant(grade_id), slug, reference, {grade_id})

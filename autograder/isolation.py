@@ -177,7 +177,9 @@ class IsolatedSubmission:
             notes: list[str] = []
             try:
                 for cell in self.cells:
-                    if cell.is_check_cell or cell.index in self.stopped_cells:
+                    if cell.index in self.stopped_cells:
+                        continue
+                    if cell.is_check_cell and cell.grade_id is None:
                         continue
                     note = self._run_cell(cell)
                     if note is not None:
@@ -224,6 +226,8 @@ class IsolatedSubmission:
             "grade_id": cell.grade_id,
             "watch": list(self.watch),
             "timeout": limit,
+            # A graded check cell is not run: the worker only notes what is live there.
+            "skip": cell.is_check_cell,
         }
         try:
             reply = self._exchange(request, limit + 2.0, f"running code cell {cell.index}")
@@ -276,6 +280,24 @@ class IsolatedSubmission:
             self._start()
 
     # -- the Implementation interface --------------------------------------------------------
+
+    def redefined_at(self) -> set[str]:
+        """Graded cells where the definitions live differ from the last ones.
+
+        What the worker says here only chooses which of the submission's own definitions
+        are also graded: a lie costs it time, and can gain it nothing it did not write.
+        """
+        if self._channel is None:
+            self.prepare()
+        try:
+            reply = self._exchange({"op": "variants"}, self.call_timeout, "listing definitions")
+        except (WorkerTimeout, WorkerCrashed):
+            self._stop_worker()
+            return set()
+        differs = reply.get("differs")
+        if not isinstance(differs, list):
+            return set()
+        return {d for d in differs[:100] if isinstance(d, str)}
 
     def with_variant(self, grade_id: str | None) -> IsolatedSubmission:
         """Answer calls with the definitions live at graded cell ``grade_id`` (None: the last)."""
