@@ -79,14 +79,18 @@ def python_paths() -> tuple[str, list[str]]:
     search = [paths["stdlib"], paths["platstdlib"]]
     search += [p for p in sys.path if p.endswith("lib-dynload")]
     search += [paths["purelib"], paths["platlib"]]
+    # Site folders added by .pth files or the user's site, never the working directory or
+    # other source trees on sys.path.
+    search += [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
     unique = list(dict.fromkeys(os.path.realpath(p) for p in search if p and os.path.isdir(p)))
     executable = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
     return executable, [KIT_ROOT, *unique]
 
 
 def _site_dirs() -> list[str]:
-    paths = sysconfig.get_paths()
-    return list(dict.fromkeys(os.path.realpath(paths[k]) for k in ("purelib", "platlib")))
+    """Every site folder the sandbox sees (where the hidden packages must be covered)."""
+    sites = ("site-packages", "dist-packages")
+    return [p for p in python_paths()[1] if os.path.basename(p) in sites]
 
 
 HOST_ROOT = "/opt/attnkit/host"
