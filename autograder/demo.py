@@ -32,6 +32,7 @@ from .corpus import (
     released_notebook,
     write_notebook,
 )
+from .engine import storage_name
 from .hostile import SLUG as HOSTILE_SLUG
 from .hostile import hostile_notebook
 
@@ -169,13 +170,14 @@ def legend() -> str:
 def where_to_look(out: Path) -> str:
     """The closing lines: which files to open, and what each shows."""
     first_mistake = next(s for s in CLASS if s.mistake)
+    example = out / "feedback" / storage_name(first_mistake.name) / f"{SLUG}.html"
     return "\n".join(
         [
             f"Look in {out}/:",
             "  grades.json        every submission, every graded cell, why it failed",
             "  grades.csv         one row per submission (what an LMS import wants)",
             f"  feedback/*/{SLUG}.html   the report each student would get, e.g.",
-            f"                     {out / 'feedback' / first_mistake.name / (SLUG + '.html')}",
+            f"                     {example}",
             "  submissions/       the notebooks that were graded",
             "Grade your own class the same way: attnkit grade SUBMISSIONS --out OUT --feedback",
         ]

@@ -12,6 +12,7 @@ import pytest
 
 from attnkit.errors import KitError
 from attnkit_autograder.demo import CLASS, MARKER, SLUG, prepare_out
+from attnkit_autograder.engine import storage_name
 
 
 @pytest.mark.slow
@@ -55,7 +56,7 @@ def test_demo_grades_its_class_and_says_where_to_look(tmp_path: Path) -> None:
     assert sorted(r["student"] for r in rows) == sorted(records)
     for student in CLASS:
         if not student.damaged:
-            report = out / "feedback" / student.name / f"{SLUG}.html"
+            report = out / "feedback" / storage_name(student.name) / f"{SLUG}.html"
             assert "<html" in report.read_text()[:200].lower(), report
 
 
