@@ -358,8 +358,12 @@ def grade_submission(
         return error_record(submission, str(exc))
     except NotebookError as exc:
         return error_record(submission, str(exc))
-    if not any(c.source.strip() for c in cells):
-        return error_record(submission, f"{submission.path}: has no code (nothing to grade)")
+    if not any(
+        line.strip() and not line.lstrip().startswith("#")
+        for cell in cells
+        for line in cell.source.splitlines()
+    ):
+        return error_record(submission, f"{submission.path}: defines nothing (no code to grade)")
 
     exercises = tuple(e.name for e in ASSIGNMENTS[slug].exercises)
     impl = IsolatedSubmission(
