@@ -244,9 +244,6 @@ def fresh_namespace(shell: Any) -> dict[str, Any]:
 
     module = types.ModuleType("__main__")
     shell.init_create_namespaces(user_module=module)
-    # As in a kernel, the notebook's namespace is sys.modules["__main__"], so that
-    # `from __main__ import softmax` and pickling notebook classes work.
-    shell.init_sys_modules()
     shell.init_user_ns()
     namespace = shell.user_ns
     namespace["display"] = display
@@ -278,6 +275,10 @@ def run_cell(shell: Any, cell: Cell, timeout: float | None = None) -> CellOutcom
     # IPython names the cell's code <ipython-input-N-...> after its execution count: using
     # the cell's position lets tracebacks and the forbidden-call recorder name the cell.
     shell.execution_count = cell.index
+    # As in a kernel, the notebook's namespace is sys.modules["__main__"] while its cells
+    # run (`from __main__ import softmax` works); the host process gets its own back after.
+    host_main = sys.modules.get("__main__")
+    sys.modules["__main__"] = shell.user_module
     previous = None
     if timeout:
 
@@ -295,6 +296,8 @@ def run_cell(shell: Any, cell: Cell, timeout: float | None = None) -> CellOutcom
         if timeout:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous or signal.SIG_DFL)
+        if host_main is not None:
+            sys.modules["__main__"] = host_main
     if error is None:
         return outcome
     if isinstance(error, CellTimeout):

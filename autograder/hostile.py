@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,7 @@ SOFTMAX_CELL, V2_CELL, TRANSFER_CELL = (
     "test_v2_forward",
     "test_weight_transfer",
 )
-CANARY_NAME = "attnkit-hostile-canary"
+CANARY_NAME = f"attnkit-hostile-canary-{os.getuid()}"  # one per user: /dev/shm is shared
 """A file the grader owns in the machine's /dev/shm, which a submission tries to delete."""
 
 CORRECT_V2 = (

@@ -66,10 +66,15 @@ def test_the_kit_source_references_and_other_files_are_not_there() -> None:
         "/work/shared",
     ]
     impl = submission(
-        "import os, importlib.util\n"
+        "import os, importlib\n"
         f"SEEN = [p for p in {paths!r} if os.path.exists(p)]\n"
-        "HIDDEN = [m for m in ('attnkit_autograder', 'attnkit_solutions') "
-        "if importlib.util.find_spec(m)]\n"
+        "HIDDEN = []\n"
+        "for module in ('attnkit_autograder.engine', 'attnkit_solutions.exercises'):\n"
+        "    try:\n"
+        "        importlib.import_module(module)\n"
+        "        HIDDEN.append(module)\n"
+        "    except ImportError:\n"
+        "        pass\n"
         "def probe():\n    return len(SEEN) + len(HIDDEN)",
     )
     try:
