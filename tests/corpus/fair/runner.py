@@ -14,6 +14,7 @@ import io
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,9 +50,17 @@ class KernelLikeShell(InteractiveShell):
 
 
 def shell() -> KernelLikeShell:
-    """The process's IPython shell, with a fresh namespace."""
+    """The process's IPython shell, with a fresh namespace.
+
+    IPython makes its namespace ``sys.modules["__main__"]`` when the shell is created; the
+    test process's own ``__main__`` is put back, since multiprocessing (the grader's
+    tests, later in the same process) reads it.
+    """
+    host_main = sys.modules.get("__main__")
     instance = KernelLikeShell.instance()
     instance.reset(new_session=False)
+    if host_main is not None:
+        sys.modules["__main__"] = host_main
     return instance
 
 
@@ -60,12 +69,18 @@ def run_all(path: Path) -> tuple[dict[str, Any], list[CellError]]:
     ipython = shell()
     errors: list[CellError] = []
     sink = io.StringIO()
-    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-        for index, source in enumerate(cells_of(path)):
-            result = ipython.run_cell(source, store_history=False)
-            failure = result.error_before_exec or result.error_in_exec
-            if failure is not None:
-                errors.append(CellError(index, f"{type(failure).__name__}: {failure}"))
+    host_main = sys.modules.get("__main__")
+    sys.modules["__main__"] = ipython.user_module  # as in a kernel, while the cells run
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            for index, source in enumerate(cells_of(path)):
+                result = ipython.run_cell(source, store_history=False)
+                failure = result.error_before_exec or result.error_in_exec
+                if failure is not None:
+                    errors.append(CellError(index, f"{type(failure).__name__}: {failure}"))
+    finally:
+        if host_main is not None:
+            sys.modules["__main__"] = host_main
     return ipython.user_ns, errors
 
 
