@@ -159,9 +159,8 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
         for name in os.listdir(site):
             if name.startswith(HIDDEN_PACKAGES) or name.startswith("__editable__"):
                 path = os.path.join(site, name)
-                args += (
-                    ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
-                )
+                mask = ["--tmpfs"] if os.path.isdir(path) else ["--ro-bind", "/dev/null"]
+                args += [*mask, inside(path)]
     for package in ("attnkit", "attnkit_data"):
         args += ["--ro-bind", _package_dir(package), f"{KIT_ROOT}/{package}"]
     args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
