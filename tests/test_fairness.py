@@ -122,7 +122,7 @@ def test_submission_is_correct(path: Path, tmp_path: Path) -> None:
     verdicts, cell_errors = runner.hidden_verdicts(built, written)
     assert cell_errors == [], "a correct notebook runs from top to bottom without an error"
     failed = [
-        f"{v.grade_id}/{v.name}: {v.status} {v.message}" for v in verdicts if v.status != "passed"
+        f"{v.grade_id}/{v.check}: {v.status} {v.message}" for v in verdicts if v.status != "passed"
     ]
     assert not failed
     graded = {v.grade_id for v in verdicts}

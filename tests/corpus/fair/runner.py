@@ -90,9 +90,16 @@ def hidden_verdicts(built: Built, path: Path) -> tuple[list[Any], list[CellError
     from attnkit_autograder.harness import reference_implementation, run_suite
 
     namespace, errors = run_all(path)
-    verdicts = run_suite(
-        LocalImplementation(dict(namespace), label=built.name),
-        built.lesson,
-        reference_implementation(built.lesson),
-    )
+    host_main = sys.modules.get("__main__")
+    # As in a kernel, the notebook is __main__ while its code is called.
+    sys.modules["__main__"] = KernelLikeShell.instance().user_module
+    try:
+        verdicts = run_suite(
+            LocalImplementation(dict(namespace), label=built.name),
+            built.lesson,
+            reference_implementation(built.lesson),
+        )
+    finally:
+        if host_main is not None:
+            sys.modules["__main__"] = host_main
     return verdicts, errors
