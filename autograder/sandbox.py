@@ -22,6 +22,7 @@ same zygote as a plain child process, and every result records it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import select
@@ -433,6 +434,7 @@ def check_sandbox(settings: SandboxSettings) -> str:
     )
 
 
+@functools.cache
 def find_verdict() -> str | None:
     """The lesson text, if this machine has a verified copy (never downloads)."""
     try:
