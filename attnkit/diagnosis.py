@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import math
 import string
 import textwrap
 import tomllib
@@ -211,6 +212,10 @@ def agree(a: Answer, b: Answer) -> bool:
     return same(strip(a.outcome), strip(b.outcome))
 
 
+RTOL, ATOL = 1e-4, 1e-5
+"""How close two floats must be to count as the same answer."""
+
+
 def same(a: Any, b: Any) -> bool:
     """Deep equality for adapter results: float tolerance, NaN == NaN, dtypes and shapes exact."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
@@ -220,7 +225,9 @@ def same(a: Any, b: Any) -> bool:
             return False
         if a.dtype.kind not in "fc":
             return bool(np.array_equal(a, b))
-        return bool(np.allclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True))
+        return bool(np.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True))
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=RTOL, abs_tol=ATOL) or (math.isnan(a) and math.isnan(b))
     if isinstance(a, dict) and isinstance(b, dict):
         return set(a) == set(b) and all(same(a[k], b[k]) for k in a)
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):

@@ -22,11 +22,12 @@ from attnkit.diagnosis import (
     compute_fingerprints_with,
     load_mistakes,
     replay,
+    same,
     variants,
 )
 from attnkit.implementation import LocalImplementation
 from attnkit.selfcheck.runner import check_exercise
-from attnkit.wire import encode
+from attnkit.wire import WireError, decode, encode
 from attnkit_solutions.exercises import reference_namespace
 
 
@@ -57,23 +58,37 @@ def compute_fingerprints(slug: str | None = None, exercise: str | None = None) -
     return Fingerprints(correct, tuple(prints))
 
 
-def write_fingerprints(path: Path = FINGERPRINTS) -> Path:
+def fingerprint_bytes() -> bytes:
+    """The fingerprints of the whole catalogue, in the wire format."""
     prints = compute_fingerprints()
-    path.write_bytes(
-        encode({"correct": prints.correct, "mistakes": [asdict(f) for f in prints.mistakes]})
-    )
+    return encode({"correct": prints.correct, "mistakes": [asdict(f) for f in prints.mistakes]})
+
+
+def equivalent(kept: bytes, fresh: bytes) -> bool:
+    """Whether two fingerprint files say the same thing. Floats are compared with the
+    tolerance diagnosis itself uses (:func:`attnkit.diagnosis.same`), never byte for byte:
+    the last bits of a float32 matmul differ between CPUs (1e-8 to 2e-7 here), and a
+    difference diagnosis cannot see must not make a fresh clone's check fail."""
+    try:
+        return same(decode(kept), decode(fresh))
+    except WireError:
+        return False
+
+
+def write_fingerprints(path: Path = FINGERPRINTS) -> Path:
+    """Write the fingerprints to ``path``, unless the file there already says the same
+    thing (see :func:`equivalent`): regenerating on another machine leaves it untouched."""
+    fresh = fingerprint_bytes()
+    if not (path.is_file() and equivalent(path.read_bytes(), fresh)):
+        path.write_bytes(fresh)
     return path
 
 
 def stale(path: Path = FINGERPRINTS) -> list[str]:
     """Why the committed fingerprints no longer match the catalogue (empty if they do)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        fresh = write_fingerprints(Path(tmp) / path.name).read_bytes()
     if not path.is_file():
         return [f"{path} is missing"]
-    if path.read_bytes() != fresh:
+    if not equivalent(path.read_bytes(), fingerprint_bytes()):
         return [f"{path} does not match autograder/mistakes.toml"]
     return []
 
