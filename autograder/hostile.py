@@ -22,6 +22,7 @@ import copy
 import json
 import os
 import textwrap
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -1087,9 +1088,15 @@ def hostile_notebook(released: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def build_corpus(
-    out_dir: Path, assignments_dir: Path, targets: Targets
+    out_dir: Path,
+    assignments_dir: Path,
+    targets: Targets,
+    more: Sequence[Case] = (),
+    more_files: Mapping[str, tuple[Case, dict[str, Any] | bytes]] | None = None,
 ) -> dict[str, tuple[Case, Path]]:
-    """Write every case as ``<case>_02_self_attention.ipynb`` under ``out_dir``.
+    """Write every case as ``<case>_02_self_attention.ipynb`` under ``out_dir``; ``more``
+    and ``more_files`` are further planted cases and whole files (the kit's tests keep
+    the cases added per principle in ``tests/hostile_cases/``).
 
     Returns, per case name, the case and its file. Names are unique: a duplicate is a
     bug in the corpus and raises ValueError.
@@ -1108,8 +1115,8 @@ def build_corpus(
             write_notebook(content, path)
         written[case.name] = (case, path)
 
-    for case in classic_cases() + cases(targets):
+    for case in [*classic_cases(), *cases(targets), *more]:
         put(case, planted(released, case))
-    for case, content in file_cases(released).values():
+    for case, content in [*file_cases(released).values(), *(more_files or {}).values()]:
         put(case, content)
     return written

@@ -14,6 +14,7 @@ import os
 import time
 from pathlib import Path
 
+import hostile_cases
 import numpy as np
 import pytest
 
@@ -71,7 +72,14 @@ def graded(tmp_path_factory):
         repo=str(ROOT),
         grader_cwd=os.getcwd(),
     )
-    corpus = build_corpus(submissions, ROOT / "assignments", targets)
+    released = released_notebook(SLUG, ROOT / "assignments")
+    corpus = build_corpus(
+        submissions,
+        ROOT / "assignments",
+        targets,
+        hostile_cases.cases(targets),
+        hostile_cases.file_cases(released),
+    )
     before = {path: digest(path) for path in GRADER_OWNED}
     started = time.monotonic()
     done, interrupted, _lost = grade_all(discover(submissions), out, SETTINGS, jobs=2)
@@ -119,8 +127,10 @@ def test_the_corpus_covers_every_class_with_at_least_60_cases(graded) -> None:
 def case_names() -> list[str]:
     """Every case's name (the paths in Targets do not change which cases exist)."""
     placeholder = Targets(secrets=("/",), writable=(), repo=str(ROOT))
+    released = released_notebook(SLUG, ROOT / "assignments")
     names = [c.name for c in classic_cases() + cases(placeholder)]
-    names += list(file_cases(released_notebook(SLUG, ROOT / "assignments")))
+    names += [c.name for c in hostile_cases.cases(placeholder)]
+    names += list(file_cases(released)) + list(hostile_cases.file_cases(released))
     return sorted(names)
 
 
@@ -128,7 +138,7 @@ def case_names() -> list[str]:
 def test_case_gets_exactly_its_expected_outcome(graded, case_name) -> None:
     case, _ = graded["corpus"][case_name]
     record = graded["records"][case_name]
-    if case_name in UNGRADABLE:
+    if case_name in UNGRADABLE + hostile_cases.ungradable():
         assert record["status"] == "error" and case.words in record["error"], record["error"]
         assert record["score"] == 0 and all(t["status"] == "error" for t in record["tests"])
         return
