@@ -417,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     gradescope.add_argument(
         "--visibility",
         default="after_published",
-        choices=["hidden", "after_due_date", "after_published"],
+        choices=["hidden", "after_due_date", "after_published", "visible"],
         help="when students see the hidden tests' results (default: after_published)",
     )
     gradescope.set_defaults(handler=cmd_gradescope)

@@ -54,6 +54,7 @@ from attnkit.diagnosis import (
     fix_helpers_first,
 )
 from attnkit.errors import KitError
+from attnkit.files import as_new_file
 from attnkit.forbidden import scan_source, tampering
 from attnkit.notebook_code import Cell, NotebookError, read_cells
 from attnkit.outcome import ERROR, FAILED, FORBIDDEN, INTERNAL, PASSED, TIMEOUT, Outcome
@@ -103,6 +104,7 @@ def stage(path: Path, text: str) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        as_new_file(fd)  # not mkstemp's 0600: OUT is shared with TAs, a web folder
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             handle.flush()

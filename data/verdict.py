@@ -31,6 +31,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from attnkit.errors import KitError
+from attnkit.files import as_new_file
 
 VERDICT_FILENAME = "the-verdict.txt"
 VERDICT_SHA256 = "b41e41a68f0398a3154ae69e2e4c0e2694e17fe0d66730536837f1b01935b31f"
@@ -107,6 +108,7 @@ def staged(target: Path, origin: str) -> Iterator[Path]:
     try:
         yield tmp_path
         verify(tmp_path, origin)
+        as_new_file(tmp_path)  # not the temporary file's 0600: the sandbox user reads it
         os.replace(tmp_path, target)
     finally:
         tmp_path.unlink(missing_ok=True)

@@ -1,0 +1,58 @@
+"""Rough edges a new user meets in the first hour: what the README promises, the CLI
+accepts; what the grader writes, the people the instructor shares it with can read."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+import pytest
+
+from attnkit.cli import build_parser
+from attnkit_autograder.engine import write_atomic
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_visibilities() -> list[str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    line = next(line for line in readme.splitlines() if line.startswith("- `--visibility`"))
+    return re.findall(r"`([a-z_]+)`", line.split("--visibility`", 1)[1])
+
+
+def test_every_visibility_the_readme_names_is_accepted() -> None:
+    named = readme_visibilities()
+    assert {"hidden", "after_due_date", "after_published", "visible"} <= set(named)
+    for visibility in named:
+        args = build_parser().parse_args(
+            ["gradescope", "out.zip", "--assignment", "2", "--visibility", visibility]
+        )
+        assert args.visibility == visibility
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_written_results_follow_the_umask_like_any_file(tmp_path: Path, umask: int) -> None:
+    """nbgrader's feedback is 0644 under the usual umask; so are the kit's reports."""
+    previous = os.umask(umask)
+    try:
+        target = tmp_path / "feedback" / "ada" / "report.html"
+        write_atomic(target, "<p>report</p>")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
+
+
+def test_the_installed_lesson_text_is_readable_like_any_file(tmp_path: Path, monkeypatch) -> None:
+    from attnkit_data import verdict
+
+    source = verdict.locate_verdict(allow_download=False).path
+    monkeypatch.setenv("ATTNKIT_DATA_DIR", str(tmp_path / "data"))
+    previous = os.umask(0o022)
+    try:
+        installed = verdict.install_copy(source, "--from")
+    finally:
+        os.umask(previous)
+    assert installed.parent == tmp_path / "data"
+    assert stat.S_IMODE(installed.stat().st_mode) == 0o644
