@@ -120,8 +120,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """Regenerate the student notebooks in assignments/ with nbgrader (instructors)."""
     course = instructor_module("attnkit_autograder.course")
     fingerprints = instructor_module("attnkit_autograder.fingerprints")
+    reference = instructor_module("attnkit_autograder.command_reference")
     if args.check:
-        problems = course.released_differences(args.out) + fingerprints.stale()
+        problems = (
+            course.released_differences(args.out) + fingerprints.stale() + reference.stale()
+        )
         for problem in problems:
             print(problem)
         if problems:
@@ -132,6 +135,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     for path in course.generate_released(args.out):
         print(f"wrote {path}")
     print(f"wrote {fingerprints.write_fingerprints()}")
+    if (readme := reference.write()) is not None:
+        print(f"wrote the command reference in {readme}")
     return 0
 
 
@@ -356,7 +361,13 @@ def build_parser() -> argparse.ArgumentParser:
         "generate",
         help="(instructors) regenerate assignments/ from the source notebooks with nbgrader",
     )
-    generate.add_argument("--out", type=Path, default=Path("assignments"), metavar="DIR")
+    generate.add_argument(
+        "--out",
+        type=Path,
+        default=Path("assignments"),
+        metavar="DIR",
+        help="the folder of released notebooks to write or check (default: assignments)",
+    )
     generate.add_argument(
         "--check", action="store_true", help="only report whether DIR is up to date"
     )
@@ -369,10 +380,23 @@ def build_parser() -> argparse.ArgumentParser:
         "nbgrader's submitted/ folder, or notebook files) and write OUT/grades.json and "
         "OUT/grades.csv. Rerunning resumes; --force regrades everything.",
     )
-    grade.add_argument("submissions", type=Path, metavar="SUBMISSIONS")
-    grade.add_argument("--out", type=Path, required=True, metavar="OUT")
+    grade.add_argument(
+        "submissions",
+        type=Path,
+        metavar="SUBMISSIONS",
+        help="a notebook, a folder of them (LMS downloads), or an nbgrader course",
+    )
+    grade.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="OUT",
+        help="where grades.json, grades.csv, results/ and feedback/ go",
+    )
     grade.add_argument("--assignment", help="grade every file as this assignment")
-    grade.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="grader processes")
+    grade.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="grader processes (default: cores)"
+    )
     grade.add_argument("--force", action="store_true", help="regrade submissions already graded")
     grade.add_argument("--timeout", type=float, default=10.0, help="seconds per hidden test call")
     grade.add_argument("--budget", type=float, default=120.0, help="seconds per submission")
@@ -412,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
         "gradescope",
         help="(instructors) build a Gradescope autograder zip for an assignment",
     )
-    gradescope.add_argument("zip", type=Path, metavar="OUT.zip")
+    gradescope.add_argument("zip", type=Path, metavar="OUT.zip", help="the zip to write")
     gradescope.add_argument("--assignment", required=True, help="e.g. 2 or 02_self_attention")
     gradescope.add_argument(
         "--visibility",
@@ -426,7 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
         "release",
         help="(instructors) build the student bundle: notebooks, self-check, data tools",
     )
-    release.add_argument("zip", type=Path, metavar="OUT.zip")
+    release.add_argument("zip", type=Path, metavar="OUT.zip", help="the zip to write")
     release.set_defaults(handler=cmd_release)
 
     demo = commands.add_parser(
@@ -455,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
         "init",
         help="create an nbgrader course: config, source notebooks, gradebook",
     )
-    init.add_argument("dir", type=Path, metavar="DIR")
+    init.add_argument("dir", type=Path, metavar="DIR", help="the course folder to create")
     init.set_defaults(handler=cmd_course_init)
     return parser
 

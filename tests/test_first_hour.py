@@ -56,3 +56,18 @@ def test_the_installed_lesson_text_is_readable_like_any_file(tmp_path: Path, mon
         os.umask(previous)
     assert installed.parent == tmp_path / "data"
     assert stat.S_IMODE(installed.stat().st_mode) == 0o644
+
+
+def test_the_readme_command_reference_is_the_parser(tmp_path: Path) -> None:
+    from attnkit_autograder import command_reference
+
+    assert command_reference.stale() == []
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for line in ("`--budget BUDGET`", "`attnkit course init DIR`", "`--visibility VISIBILITY`"):
+        assert line in readme
+    drifted = tmp_path / "README.md"
+    drifted.write_text(readme.replace("seconds per submission", "minutes per submission"))
+    assert command_reference.stale(drifted) != []
+    assert command_reference.write(drifted) == drifted
+    assert command_reference.stale(drifted) == []
+    assert drifted.read_text(encoding="utf-8") == readme
