@@ -122,9 +122,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     fingerprints = instructor_module("attnkit_autograder.fingerprints")
     reference = instructor_module("attnkit_autograder.command_reference")
     if args.check:
-        problems = (
-            course.released_differences(args.out) + fingerprints.stale() + reference.stale()
-        )
+        problems = course.released_differences(args.out) + fingerprints.stale() + reference.stale()
         for problem in problems:
             print(problem)
         if problems:

@@ -66,7 +66,10 @@ def test_the_readme_command_reference_is_the_parser(tmp_path: Path) -> None:
     for line in ("`--budget BUDGET`", "`attnkit course init DIR`", "`--visibility VISIBILITY`"):
         assert line in readme
     drifted = tmp_path / "README.md"
-    drifted.write_text(readme.replace("seconds per submission", "minutes per submission"))
+    before, reference = readme.split(command_reference.START, 1)
+    drifted.write_text(
+        before + command_reference.START + reference.replace("per submission", "per student", 1)
+    )
     assert command_reference.stale(drifted) != []
     assert command_reference.write(drifted) == drifted
     assert command_reference.stale(drifted) == []
