@@ -88,7 +88,7 @@ def render() -> str:
         "`attnkit generate`; `attnkit --version` prints the kit's version.",
     ]
     for name, sub, help_text in subcommands(parser, "attnkit"):
-        parts.append(f"#### `{synopsis(name, sub)}`")
+        parts.append(f"### `{synopsis(name, sub)}`")
         parts.append(cell(sub.description or help_text))
         rows = option_rows(sub)
         if rows:

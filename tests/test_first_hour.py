@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def readme_visibilities() -> list[str]:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "grading.md").read_text(encoding="utf-8")
     line = next(line for line in readme.splitlines() if line.startswith("- `--visibility`"))
     return re.findall(r"`([a-z_]+)`", line.split("--visibility`", 1)[1])
 
@@ -74,3 +74,52 @@ def test_the_readme_command_reference_is_the_parser(tmp_path: Path) -> None:
     assert command_reference.write(drifted) == drifted
     assert command_reference.stale(drifted) == []
     assert drifted.read_text(encoding="utf-8") == readme
+
+
+def anchor(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_the_readme_is_short_with_contents_and_its_links_resolve() -> None:
+    """A page an instructor can scan: every section is in the contents line, the design
+    material lives in docs/, and every link to a file or a heading lands somewhere."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 400
+    sections = [line[3:] for line in readme.splitlines() if line.startswith("## ")]
+    contents = next(p for p in readme.split("\n\n") if p.startswith("**Contents:**"))
+    for section in sections:
+        assert f"(#{anchor(section)})" in contents, section
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        for target, fragment in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]+))?\)", text):
+            if target.startswith("http"):
+                continue
+            linked = (page.parent / target).resolve() if target else page
+            assert linked.is_file(), f"{page.name}: {target}"
+            if fragment:
+                headings = [
+                    anchor(line.lstrip("#"))
+                    for line in linked.read_text().splitlines()
+                    if line.startswith("#")
+                ]
+                assert fragment in headings, f"{page.name}: {target}#{fragment}"
+
+
+def test_the_readme_self_check_sample_is_what_the_check_prints(capsys) -> None:
+    """The README shows the self-check on a softmax without max-subtraction, verbatim."""
+    import numpy as np
+
+    from attnkit.notebook import Lesson
+
+    def softmax(x, axis=-1):
+        e = np.exp(x)
+        return e / e.sum(axis=axis, keepdims=True)
+
+    with np.errstate(all="ignore"):
+        Lesson("01_numpy_attention").check(softmax)
+    printed = capsys.readouterr().out.strip()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sample = readme.split("```text\nsoftmax:", 1)[1].split("```", 1)[0]
+    assert printed == ("softmax:" + sample).strip()

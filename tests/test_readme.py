@@ -1,4 +1,4 @@
-"""README.md, word for word: every fenced bash block runs as written in a fresh copy.
+"""README.md and docs/, word for word: every fenced bash block runs as written in a fresh copy.
 
 The copy holds the working tree's files (what a clone would hold) beside a ``shared/``
 folder, with ``.venv`` standing for the virtual environment the main command makes (this
@@ -24,6 +24,8 @@ from attnkit_autograder.corpus import fill_notebook, released_notebook, write_no
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+"""The design notes the README links to: their commands are run as written too."""
 TINY_INPUTS = {"--submissions 1000 --nbgrader-sample 4": "--submissions 6 --nbgrader-sample 1"}
 SOLVED = ("01_numpy_attention", "02_self_attention")
 
@@ -78,7 +80,8 @@ def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
 
     ran = 0
-    for block in bash_blocks(README):
+    blocks = bash_blocks(README) + [b for doc in DOCS for b in bash_blocks(doc.read_text())]
+    for block in blocks:
         if block in setup:
             continue
         lines = [line for line in block.splitlines() if "-m pytest" not in line]
