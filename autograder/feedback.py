@@ -240,37 +240,42 @@ def colour(value: float) -> str:
 
 
 def svg_heatmap(weights: list[list[float]], tokens: list[str], title: str, causal: bool) -> str:
-    """An inline SVG grid: row i is query i, column j key j, colour the weight.
+    """A figure: the title as a caption (it wraps, so no title is ever cut off) over an
+    inline SVG grid where row i is query i, column j key j, and colour the weight.
 
     A weight of exactly 0 (a masked cell) is drawn empty, so colour always means the
     token received attention, and colour above a causal map's dashed diagonal is a leak.
+    Labels are drawn at a readable size, with room left for the longest one.
     """
-    cell, left, top = 26, 92, 84  # room for the row labels and the slanted column labels
+    labels = [html.escape(token.strip() or "␣") for token in tokens]
+    longest = max((len(token.strip() or "␣") for token in tokens), default=1)
+    cell, font = 34, 14
+    left = 16 + int(longest * font * 0.62)
+    top = 16 + int(longest * font * 0.62 * 0.87)  # the column labels are slanted by 60°
     n = len(tokens)
     width, height = left + n * cell + 10, top + n * cell + 10
     parts = [
+        f'<figure class="map"><figcaption class="t">{html.escape(title)}</figcaption>',
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'role="img" aria-label="{html.escape(title)}">',
-        f'<text x="{left}" y="16" class="t">{html.escape(title)}</text>',
     ]
     for i, row in enumerate(weights):
         for j, value in enumerate(row):
-            label = f"{html.escape(tokens[i])} → {html.escape(tokens[j])}: {value:.3f}"
+            label = f"{labels[i]} → {labels[j]}: {value:.3f}"
             style = 'fill="#ffffff" stroke="#dddddd"' if value == 0 else f'fill="{colour(value)}"'
             parts.append(
                 f'<rect x="{left + j * cell}" y="{top + i * cell}" width="{cell - 1}" '
                 f'height="{cell - 1}" {style}><title>{label}</title></rect>'
             )
-    for k, token in enumerate(tokens):
-        label = html.escape(token.strip() or "␣")
+    for k, label in enumerate(labels):
         middle = k * cell + cell / 2
         parts.append(
-            f'<text x="{left - 6}" y="{top + middle + 4}" text-anchor="end" '
+            f'<text x="{left - 6}" y="{top + middle + 5}" text-anchor="end" '
             f'class="l">{label}</text>'
         )
         parts.append(
-            f'<text x="{left + middle}" y="{top - 4}" class="l" '
-            f'transform="rotate(-60 {left + middle} {top - 4})">{label}</text>'
+            f'<text x="{left + middle}" y="{top - 6}" class="l" '
+            f'transform="rotate(-60 {left + middle} {top - 6})">{label}</text>'
         )
     if causal:
         end = n * cell
@@ -278,7 +283,7 @@ def svg_heatmap(weights: list[list[float]], tokens: list[str], title: str, causa
             f'<line x1="{left}" y1="{top}" x2="{left + end}" y2="{top + end}" '
             'stroke="#888888" stroke-dasharray="4 3" stroke-width="1"/>'
         )
-    parts.append("</svg>")
+    parts.append("</svg></figure>")
     return "".join(parts)
 
 
@@ -320,8 +325,9 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;pad
 text-align:left;vertical-align:top}th{background:#f4f4f4}.score{font-size:1.2rem}
 .passed{color:#176c2f;font-weight:600}.failed,.error,.timeout,.forbidden{color:#a4161a;
 font-weight:600}.hint{color:#4a4a4a;font-style:italic}.mistake{color:#7a4a00}
-.maps{display:flex;gap:2rem;flex-wrap:wrap}.t{font:600 13px system-ui,sans-serif}
-.l{font:11px system-ui,sans-serif}.note{color:#555;font-size:.9rem}
+.maps{display:flex;gap:2rem;flex-wrap:wrap}.map{margin:0;max-width:30rem}
+.t{font:600 15px system-ui,sans-serif;margin-bottom:.3rem}
+.l{font:14px system-ui,sans-serif}.note{color:#555;font-size:.9rem}
 """
 
 

@@ -137,3 +137,23 @@ def test_a_failing_pipeline_says_why_instead_of_drawing(tmp_path):
     assert entry["student"] is None and "Error" in entry["student_error"]
     page = "".join(render_heatmaps(heatmap(slug, impl)))
     assert "not available" in page and len(student_svgs(page)) == 0
+
+
+def test_titles_are_captions_and_labels_are_readable(tmp_path):
+    """A title as SVG text is clipped at the map's width; as a caption it wraps. Token
+    labels are drawn at the body text's size, with room for the longest one."""
+    from attnkit_autograder.feedback import STYLE
+
+    slug, impl = student("ok4_mha_styles", tmp_path)
+    found = heatmap(slug, impl)
+    page = "".join(render_heatmaps(found))
+    for entry in found["maps"]:
+        assert f'<figcaption class="t">Your weights: {entry["title"]}</figcaption>' in page
+    assert "<text" not in page.split("<svg", 1)[0]
+    assert all('class="t"' not in svg for svg in re.findall(r"<svg.*?</svg>", page, re.S))
+    size = int(re.search(r"\.l\{font:(\d+)px", STYLE).group(1))
+    assert size >= 13
+    widest = max(len(t.strip()) for t in found["tokens"])
+    for svg in re.findall(r"<svg.*?</svg>", page, re.S)[1:]:  # the colour bar comes first
+        first_cell = int(re.search(r'<rect x="(\d+)"', svg).group(1))
+        assert first_cell >= widest * size * 0.6
