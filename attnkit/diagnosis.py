@@ -1,11 +1,6 @@
 """Name the classic mistake behind a failing exercise, only when the evidence singles it out.
 
-The catalogue (``autograder/mistakes.toml``) holds each classic mistake as code: the body
-an exercise would have if a student made it. An entry may be a *family*: its code has
-``$placeholders`` and ``family`` lists the values each one takes (any wrong axis, any
-order of the heads), so the way a student happens to write the mistake does not matter.
-
-To diagnose a failing exercise:
+The rule, shared by the grader and the self-check:
 
 1. while the checks run, :class:`RecordingImplementation` records every call made to the
    exercise and what came back (the outputs, or the type of the exception raised);
@@ -21,11 +16,11 @@ To diagnose a failing exercise:
    A mistake whose evidence is ``forbidden`` (calling a library function the exercise
    asks you to write) is named only when a call actually ran a forbidden function.
 
-The grader answers the calls with the references and builds the variants on them. The
-self-check cannot: the student bundle ships neither the references nor the catalogue's
-code. It uses *fingerprints* instead: the correct answers and every mistake program's
-answers to the exercise's visible checks, whose inputs are fixed. The kit computes them
-from the catalogue; the bundle carries them precomputed, as plain data.
+This module holds the rule and the *fingerprints*: the correct answers and every mistake
+program's answers to the exercise's visible checks, whose inputs are fixed, shipped as
+plain data (``mistake_fingerprints.bin``). The catalogue itself (each mistake as code) and
+the grader's replay of it on the references belong to the instructor's side of the kit;
+this package never holds either.
 
 A diagnosis is only ever made for an exercise that failed, so a correct submission never
 receives a mistake hint. Callers also skip an exercise whose helpers fail (see
@@ -36,12 +31,7 @@ explain its output.
 from __future__ import annotations
 
 import functools
-import inspect
-import itertools
 import math
-import string
-import textwrap
-import tomllib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -60,7 +50,6 @@ from .implementation import (  # noqa: F401  (recording lives with the implement
     raised_type,
 )
 
-CATALOGUE_LOCATIONS = (("attnkit_autograder", "mistakes.toml"),)  # the instructor's kit only
 FINGERPRINTS = Path(__file__).resolve().parent / "mistake_fingerprints.bin"  # attnkit generate
 
 VALUES, FORBIDDEN_CALL = "values", "forbidden"
@@ -85,100 +74,6 @@ class MistakeInfo:
 
 
 Info = TypeVar("Info", bound=MistakeInfo)
-
-
-@dataclass(frozen=True)
-class Mistake(MistakeInfo):
-    template: str = ""
-    """The code, with ``$placeholders`` when the mistake is a family."""
-    family: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    """Placeholder name and the values it takes; every combination is one program."""
-
-    def programs(self) -> list[str]:
-        """The code of every member of the family (one program when there is no family)."""
-        if not self.family:
-            return [self.template]
-        names = [name for name, _ in self.family]
-        template = string.Template(self.template)
-        return [
-            template.substitute(dict(zip(names, values, strict=True)))
-            for values in itertools.product(*(values for _, values in self.family))
-        ]
-
-    @property
-    def code(self) -> str:
-        """One runnable program of the mistake: what the kit's tests paste into a notebook."""
-        return self.programs()[0]
-
-
-def catalogue_path() -> Path | None:
-    import importlib.util
-
-    for package, name in CATALOGUE_LOCATIONS:
-        spec = importlib.util.find_spec(package)
-        if spec and spec.submodule_search_locations:
-            for folder in spec.submodule_search_locations:
-                candidate = Path(folder) / name
-                if candidate.is_file():
-                    return candidate
-    return None
-
-
-@functools.cache
-def load_mistakes() -> tuple[Mistake, ...]:
-    path = catalogue_path()
-    if path is None:
-        return ()
-    with path.open("rb") as handle:
-        entries = tomllib.load(handle)["mistake"]
-    mistakes = []
-    for entry in entries:
-        family = tuple((k, tuple(str(v) for v in vs)) for k, vs in entry.pop("family", {}).items())
-        template = textwrap.dedent(entry.pop("code")).strip()
-        mistakes.append(Mistake(**entry, template=template, family=family))
-    return tuple(mistakes)
-
-
-def mistakes_for(slug: str, exercise: str) -> list[Mistake]:
-    return [m for m in load_mistakes() if m.assignment == slug and m.exercise == exercise]
-
-
-# -- variants -------------------------------------------------------------------------------
-
-
-def build_variant(base: Mapping[str, Any], exercise: str, code: str) -> dict[str, Any] | None:
-    """``base`` with ``exercise`` replaced by the wrong ``code``; None if impossible."""
-    target = base.get(exercise)
-    if target is None:
-        return None
-    namespace = dict(base)
-    if inspect.isclass(target):
-        function = compile_body(target.forward, code, namespace, "forward")
-        namespace[exercise] = type(exercise, (target,), {"forward": function})
-    else:
-        namespace[exercise] = compile_body(target, code, namespace, target.__name__)
-    return namespace
-
-
-def compile_body(template: Any, body: str, namespace: dict[str, Any], name: str) -> Any:
-    """A function with ``template``'s signature and ``body`` as its code."""
-    signature = inspect.signature(template)
-    params = str(signature).split(" -> ")[0]
-    source = f"def {name}{params}:\n" + textwrap.indent(body, "    ")
-    globals_ = {**getattr(template, "__globals__", {}), **namespace}
-    exec(compile(source, f"<mistake {name}>", "exec"), globals_)  # our own catalogue's code
-    return globals_[name]
-
-
-def variants(base: Mapping[str, Any], mistake: Mistake) -> Iterator[dict[str, Any]]:
-    """Every program of the mistake's family built on ``base`` (those that compile)."""
-    for code in mistake.programs():
-        try:
-            namespace = build_variant(base, mistake.exercise, code)
-        except Exception:
-            continue
-        if namespace is not None:
-            yield namespace
 
 
 # -- answers and evidence ---------------------------------------------------------------------
@@ -288,29 +183,6 @@ def replay(namespace: Mapping[str, Any], call: RecordedCall) -> Answer:
         return Answer(None, raised_type(exc), raised_message(exc))
 
 
-def diagnose(
-    slug: str, exercise: str, calls: list[RecordedCall], base: Mapping[str, Any]
-) -> Mistake | None:
-    """The catalogued mistake that alone explains the recorded calls, or None.
-
-    ``base`` is the correct namespace (the references): it answers the calls correctly,
-    and each mistake's programs are built on it.
-    """
-    answered = [c for c in calls if c.outcome is not None or c.raised is not None]
-    if not answered:
-        return None
-    submission = [c.answer for c in answered]
-    correct = [replay(base, c) for c in answered]
-
-    def explained(mistake: Mistake) -> bool:
-        return any(
-            explains(submission, correct, [replay(variant, c) for c in answered])
-            for variant in variants(base, mistake)
-        )
-
-    return single_out(mistakes_for(slug, exercise), submission, explained)
-
-
 def failing_helpers(slug: str, exercise: str, failing: set[str]) -> list[str]:
     """The exercises that ``exercise`` calls (directly) which fail their own checks."""
     from .assignments import ASSIGNMENTS
@@ -353,8 +225,8 @@ _computed_by: list[FingerprintSource] = []
 
 
 def compute_fingerprints_with(source: FingerprintSource) -> None:
-    """Let the full kit compute fingerprints from its references (``attnkit_autograder.
-    fingerprints`` registers itself here); the public package never imports them."""
+    """Let the instructor's side compute fingerprints from its catalogue and references
+    (it registers itself here when imported); this package never imports it."""
     _computed_by[:] = [source]
     load_fingerprints.cache_clear()
 
@@ -372,7 +244,7 @@ def load_fingerprints(slug: str | None = None, exercise: str | None = None) -> F
             Fingerprint(**{**f, "programs": tuple(f["programs"])}) for f in data["mistakes"]
         )
         return Fingerprints(data["correct"], mistakes)
-    if _computed_by and load_mistakes():
+    if _computed_by:
         return _computed_by[0](slug, exercise)
     return Fingerprints({}, ())
 

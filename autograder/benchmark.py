@@ -28,8 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from attnkit.diagnosis import mistakes_for
-
+from .catalogue import mistakes_for
 from .corpus import fill_notebook, released_notebook, write_notebook
 from .course import run_nbgrader, scripts_on_path, write_course_skeleton
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from attnkit import __version__
 from attnkit.assignments import ASSIGNMENTS
-from attnkit.diagnosis import load_mistakes
 
+from .catalogue import load_mistakes
 from .corpus import reference_body
 from .fingerprints import write_fingerprints
 from .rubric import source_notebook

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnkit.diagnosis import Mistake, load_mistakes
 from attnkit_solutions.exercises import reference_object
+
+from .catalogue import Mistake, load_mistakes
 
 __all__ = [
     "CorpusCase",

@@ -49,7 +49,6 @@ import numpy as np
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.diagnosis import (
     RecordingImplementation,
-    diagnose,
     failing_helpers,
     fix_helpers_first,
 )
@@ -59,6 +58,7 @@ from attnkit.forbidden import scan_source, tampering
 from attnkit.notebook_code import Cell, NotebookError, read_cells
 from attnkit.outcome import ERROR, FAILED, FORBIDDEN, INTERNAL, PASSED, TIMEOUT, Outcome
 
+from .catalogue import diagnose
 from .discovery import Refused, Submission, read_submission_file
 from .harness import run_suite
 from .rubric import GradedCell, graded_cells

@@ -20,15 +20,15 @@ from attnkit.diagnosis import (
     RecordedCall,
     RecordingImplementation,
     compute_fingerprints_with,
-    load_mistakes,
     replay,
     same,
-    variants,
 )
 from attnkit.implementation import LocalImplementation
 from attnkit.selfcheck.runner import check_exercise
 from attnkit.wire import WireError, decode, encode
 from attnkit_solutions.exercises import reference_namespace
+
+from .catalogue import load_mistakes, variants
 
 
 def compute_fingerprints(slug: str | None = None, exercise: str | None = None) -> Fingerprints:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from attnkit.diagnosis import mistakes_for
+from attnkit_autograder.catalogue import mistakes_for
 from attnkit_autograder.corpus import (
     add_cell,
     fill_notebook,

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from attnkit.assignments import ASSIGNMENTS
-from attnkit.diagnosis import load_mistakes
 from attnkit.implementation import LocalImplementation
 from attnkit.notebook_code import load_definitions
 from attnkit.selfcheck import run_exercise
+from attnkit_autograder.catalogue import load_mistakes
 from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
 from attnkit_autograder.discovery import discover
 from attnkit_autograder.engine import GradeSettings, grade_all, write_gradebook

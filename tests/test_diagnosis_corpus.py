@@ -30,12 +30,12 @@ from attnkit.diagnosis import (
     agree,
     as_answer,
     load_fingerprints,
-    load_mistakes,
     quiet,
 )
 from attnkit.implementation import LocalImplementation
 from attnkit.notebook_code import load_definitions
 from attnkit.selfcheck import run_exercise
+from attnkit_autograder.catalogue import load_mistakes
 from attnkit_autograder.corpus import CorpusCase, case_notebook, read_case, write_notebook
 from attnkit_autograder.engine import explain_failures, score_cells
 from attnkit_autograder.harness import reference_implementation, run_suite

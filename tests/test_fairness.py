@@ -24,7 +24,7 @@ import builder  # noqa: E402
 import runner  # noqa: E402
 
 from attnkit.assignments import ASSIGNMENTS  # noqa: E402
-from attnkit.diagnosis import load_mistakes  # noqa: E402
+from attnkit_autograder.catalogue import load_mistakes  # noqa: E402
 from attnkit_autograder.corpus import fill_notebook, reference_body  # noqa: E402
 
 FILES = builder.corpus_files()

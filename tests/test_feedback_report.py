@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import chromium_flags
 
-from attnkit.diagnosis import mistakes_for
+from attnkit_autograder.catalogue import mistakes_for
 from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
 from attnkit_autograder.discovery import discover
 from attnkit_autograder.engine import GradeSettings, grade_all, storage_name, write_gradebook

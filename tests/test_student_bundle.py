@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from markdown_commands import commands, is_server, jupyter_env, run, serve_briefly
 
-from attnkit.diagnosis import load_mistakes
 from attnkit_autograder.bundle import secret_lines, secrets_in
+from attnkit_autograder.catalogue import load_mistakes
 from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
