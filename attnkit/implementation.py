@@ -8,8 +8,8 @@ does not care where the code runs:
   references, a catalogued mistake);
 * :class:`RecordingImplementation`: wraps another and records every call and its outcome,
   which diagnosis replays;
-* ``attnkit_autograder.isolation.IsolatedSubmission``: a submission in the grader's
-  sandbox (it lives with the sandbox, in the instructor package).
+* the grader's isolated implementation: a submission in the grading sandbox (it lives
+  with the sandbox, on the instructor's side, which this package never imports).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What runs inside the grading sandbox: a pre-loaded *zygote* and the workers it forks.
 
-The grader (``attnkit_autograder.sandbox``) starts this module under bubblewrap, in fresh
+The grader's sandbox (on the instructor's side) starts this module under bubblewrap, in fresh
 user, PID, mount, network, IPC and UTS namespaces, where the filesystem holds only the
 Python runtime, the public ``attnkit``/``attnkit_data`` packages, the lesson text and a
 size-capped private ``/tmp``. Nothing a worker says is trusted: the grader decides every

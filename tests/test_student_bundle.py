@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -131,7 +132,10 @@ def test_bundle_readme_commands_work_as_written(bundle: Path, tmp_path: Path) ->
         text=True,
         timeout=300,
     )
-    assert instructor.returncode == 1 and "for instructors" in instructor.stderr
+    assert instructor.returncode == 2 and "invalid choice: 'grade'" in instructor.stderr
+    helped = subprocess.run([attnkit, "--help"], capture_output=True, text=True, timeout=60)
+    listed = set(re.findall(r"^    (\w+)", helped.stdout, re.M))
+    assert listed == {"data", "check"}, helped.stdout  # no instructor command in the bundle
 
 
 def read_verdict_path() -> Path:
