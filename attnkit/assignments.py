@@ -41,10 +41,6 @@ class Assignment:
     framework: str = "torch"
     """Which library the exercises return: "numpy" arrays or "torch" tensors."""
 
-    @property
-    def notebook(self) -> str:
-        return f"{self.slug}.ipynb"
-
     def dependents(self, name: str) -> set[str]:
         """Exercises that use ``name``, directly or through another exercise."""
         found: set[str] = set()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-BOOK_TOKENS = ("Your", "journey", "starts", "with", "one", "step")
 BOOK_INPUTS = np.array(
     [
         [0.43, 0.15, 0.89],

@@ -88,7 +88,7 @@ def write_notebook(notebook: dict[str, Any], path: Path) -> Path:
     return path
 
 
-# -- editing notebooks (the hostile corpus, attnkit_autograder.hostile, builds on these) --------
+# -- editing notebooks (the demo, and the kit's hostile corpus, build on these) ----------------
 
 
 def add_cell(notebook: dict[str, Any], source: str, index: int | None = None) -> dict[str, Any]:

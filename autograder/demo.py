@@ -27,16 +27,28 @@ from typing import Any
 from attnkit.errors import KitError
 
 from .corpus import (
+    add_cell,
     fill_notebook,
     load_mistakes,
     released_notebook,
     write_notebook,
 )
 from .engine import storage_name
-from .hostile import SLUG as HOSTILE_SLUG
-from .hostile import hostile_notebook
 
-SLUG = HOSTILE_SLUG  # the demo class does lesson 2, like the hostile corpus
+SLUG = "02_self_attention"
+ZEROS_V2 = "return torch.zeros(*x.shape[:-1], self.W_query.out_features)"
+SABOTAGE = """
+def sabotage():
+    import builtins, numpy, torch
+    numpy.allclose = lambda *a, **k: True
+    numpy.array_equal = lambda *a, **k: True
+    numpy.testing.assert_allclose = lambda *a, **k: None
+    torch.allclose = lambda *a, **k: True
+    torch.testing.assert_close = lambda *a, **k: None
+    builtins.abs = lambda value: 0
+"""
+"""The hostile student's extra cell: patches what a grader in the student's own process
+would compare with, then returns zeros from SelfAttention_v2."""
 MARKER = ".attnkit-demo"
 
 
@@ -47,7 +59,7 @@ class DemoStudent:
     name: str
     story: str
     mistake: str | None = None  # the catalogue key of the mistake they made
-    hostile: str | None = None  # the corpus's name for the hostile case they planted
+    hostile: bool = False  # returns zeros and patches numpy, torch and builtins (SABOTAGE)
     damaged: bytes | None = None  # raw file content instead of a notebook
 
 
@@ -78,7 +90,7 @@ CLASS: tuple[DemoStudent, ...] = (
         "gus",
         "hostile: returns zeros from SelfAttention_v2 and patches numpy/torch/builtins "
         "so that comparisons always succeed",
-        hostile="patches_numpy_torch_builtins",
+        hostile=True,
     ),
     DemoStudent(
         "hal", "damaged file: the notebook's JSON is cut off", damaged=b'{"cells": [{"cell'
@@ -107,7 +119,8 @@ def _generated_released() -> Iterator[Path]:
 def submission_notebook(student: DemoStudent, released: dict[str, Any]) -> dict[str, Any]:
     """The notebook ``student`` hands in."""
     if student.hostile:
-        return hostile_notebook(released, student.hostile)
+        filled = fill_notebook(released, SLUG, {"SelfAttention_v2": "sabotage()\n" + ZEROS_V2})
+        return add_cell(filled, SABOTAGE)
     if student.mistake:
         mistakes = {m.key: m for m in load_mistakes()}
         if student.mistake not in mistakes:

@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from attnkit_autograder.hostile import MAX_SCORE, Targets, build_corpus, cases, classic_cases
+from hostile_cases import MAX_SCORE, Targets, build_corpus, cases
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -24,14 +23,11 @@ HOSTILE = ("signal_the_zygote", "infinite_loop", "fork_and_spawn")
 def test_two_grade_runs_at_once_both_finish_with_correct_marks(tmp_path) -> None:
     targets = Targets(secrets=(str(ROOT / "README.md"),), writable=(), repo=str(ROOT))
     wanted = {"correct", "zz_correct_classmate", *HOSTILE}
-    assert wanted <= {c.name for c in classic_cases() + cases(targets)}
+    assert wanted <= {c.name for c in cases(targets)}
     runs = []
     for run in ("first", "second"):
         folder = tmp_path / run / "submissions"
-        corpus = build_corpus(folder, ROOT / "assignments", targets)
-        for name, (_, path) in corpus.items():
-            if name not in wanted:
-                path.unlink()
+        corpus = build_corpus(folder, ROOT / "assignments", targets, only=wanted)
         out = tmp_path / run / "out"
         command = [
             str(Path(sys.executable).with_name("attnkit")),

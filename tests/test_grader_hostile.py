@@ -1,4 +1,4 @@
-"""The grader against the hostile corpus (attnkit_autograder.hostile): every case, one run.
+"""The grader against the hostile corpus (tests/hostile_cases/): every case, one run.
 
 All cases are graded in ONE run (two graders in parallel, short timeouts), beside correct
 students. Each case is a correct lesson-2 notebook with one attack planted, so its score
@@ -14,24 +14,14 @@ import os
 import time
 from pathlib import Path
 
-import hostile_cases
 import numpy as np
 import pytest
+from hostile_cases import MAX_SCORE, SLUG, Targets, build_corpus, cases, file_cases, ungradable
+from hostile_cases.classic import CANARY_NAME
 
+from attnkit_autograder.corpus import released_notebook
 from attnkit_autograder.discovery import discover
 from attnkit_autograder.engine import GradeSettings, grade_all, write_gradebook
-from attnkit_autograder.hostile import (
-    CANARY_NAME,
-    MAX_SCORE,
-    SLUG,
-    UNGRADABLE,
-    Targets,
-    build_corpus,
-    cases,
-    classic_cases,
-    file_cases,
-    released_notebook,
-)
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -72,14 +62,7 @@ def graded(tmp_path_factory):
         repo=str(ROOT),
         grader_cwd=os.getcwd(),
     )
-    released = released_notebook(SLUG, ROOT / "assignments")
-    corpus = build_corpus(
-        submissions,
-        ROOT / "assignments",
-        targets,
-        hostile_cases.cases(targets),
-        hostile_cases.file_cases(released),
-    )
+    corpus = build_corpus(submissions, ROOT / "assignments", targets)
     before = {path: digest(path) for path in GRADER_OWNED}
     started = time.monotonic()
     done, interrupted, _lost = grade_all(discover(submissions), out, SETTINGS, jobs=2)
@@ -127,10 +110,8 @@ def test_the_corpus_covers_every_class_with_at_least_60_cases(graded) -> None:
 def case_names() -> list[str]:
     """Every case's name (the paths in Targets do not change which cases exist)."""
     placeholder = Targets(secrets=("/",), writable=(), repo=str(ROOT))
-    released = released_notebook(SLUG, ROOT / "assignments")
-    names = [c.name for c in classic_cases() + cases(placeholder)]
-    names += [c.name for c in hostile_cases.cases(placeholder)]
-    names += list(file_cases(released)) + list(hostile_cases.file_cases(released))
+    names = [c.name for c in cases(placeholder)]
+    names += list(file_cases(released_notebook(SLUG, ROOT / "assignments")))
     return sorted(names)
 
 
@@ -138,7 +119,7 @@ def case_names() -> list[str]:
 def test_case_gets_exactly_its_expected_outcome(graded, case_name) -> None:
     case, _ = graded["corpus"][case_name]
     record = graded["records"][case_name]
-    if case_name in UNGRADABLE + hostile_cases.ungradable():
+    if case_name in ungradable():
         assert record["status"] == "error" and case.words in record["error"], record["error"]
         assert record["score"] == 0 and all(t["status"] == "error" for t in record["tests"])
         return

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from .runner import NOT_IMPLEMENTED, PASSED, Outcome
 
-MARKS = {PASSED: "ok", NOT_IMPLEMENTED: "..", "missing": "??"}
 NOT_A_GRADE = "(visible checks only: your grade comes from the hidden tests)"
 
 

@@ -1,4 +1,4 @@
-"""The hostile corpus: submissions written by someone who read the kit's source.
+"""The classic hostile corpus: submissions written by someone who read the kit's source.
 
 Every case is the released lesson-2 notebook answered correctly (see
 :func:`attnkit_autograder.corpus.fill_notebook`), with one attack planted in one exercise
@@ -22,19 +22,16 @@ import copy
 import json
 import os
 import textwrap
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from .corpus import (
+from attnkit_autograder.corpus import (
     add_cell,
     drop_cells,
     fill_notebook,
-    released_notebook,
     to_nbformat3,
-    write_notebook,
 )
+from attnkit_autograder.demo import SABOTAGE, ZEROS_V2  # the demo's hostile student
 
 SLUG = "02_self_attention"
 MAX_SCORE = 14.0
@@ -51,7 +48,7 @@ CORRECT_V2 = (
     "weights = softmax(queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5, dim=-1)\n"
     "return weights @ values"
 )
-ZEROS_V2 = "return torch.zeros(*x.shape[:-1], self.W_query.out_features)"
+
 GUARDED_V2 = 'leak = attempt()\nif leak:\n    raise RuntimeError("ESCAPED: " + leak)\n' + CORRECT_V2
 QKV = "q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)\n"
 
@@ -642,7 +639,7 @@ def _escape(name: str, targets: Targets) -> Case:
     )
 
 
-def cases(targets: Targets) -> list[Case]:
+def _cases(targets: Targets) -> list[Case]:
     """Every hostile case, with its expected outcome."""
     return [
         # -- evasions of the from-scratch rule: softmax -------------------------------------
@@ -934,17 +931,6 @@ def cases(targets: Targets) -> list[Case]:
 
 # -- the classic cases (kept from the first corpus) ---------------------------------------------
 
-SABOTAGE = """
-def sabotage():
-    import builtins, numpy, torch
-    numpy.allclose = lambda *a, **k: True
-    numpy.array_equal = lambda *a, **k: True
-    numpy.testing.assert_allclose = lambda *a, **k: None
-    torch.allclose = lambda *a, **k: True
-    torch.testing.assert_close = lambda *a, **k: None
-    builtins.abs = lambda value: 0
-"""
-
 
 def classic_cases() -> list[Case]:
     return [
@@ -1087,36 +1073,6 @@ def hostile_notebook(released: dict[str, Any], name: str) -> dict[str, Any]:
     return planted(released, case)
 
 
-def build_corpus(
-    out_dir: Path,
-    assignments_dir: Path,
-    targets: Targets,
-    more: Sequence[Case] = (),
-    more_files: Mapping[str, tuple[Case, dict[str, Any] | bytes]] | None = None,
-) -> dict[str, tuple[Case, Path]]:
-    """Write every case as ``<case>_02_self_attention.ipynb`` under ``out_dir``; ``more``
-    and ``more_files`` are further planted cases and whole files (the kit's tests keep
-    the cases added per principle in ``tests/hostile_cases/``).
-
-    Returns, per case name, the case and its file. Names are unique: a duplicate is a
-    bug in the corpus and raises ValueError.
-    """
-    released = released_notebook(SLUG, assignments_dir)
-    written: dict[str, tuple[Case, Path]] = {}
-
-    def put(case: Case, content: dict[str, Any] | bytes) -> None:
-        if case.name in written:
-            raise ValueError(f"two hostile cases are called {case.name}")
-        path = out_dir / f"{case.name}_{SLUG}.ipynb"
-        if isinstance(content, bytes):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(content)
-        else:
-            write_notebook(content, path)
-        written[case.name] = (case, path)
-
-    for case in [*classic_cases(), *cases(targets), *more]:
-        put(case, planted(released, case))
-    for case, content in [*file_cases(released).values(), *(more_files or {}).values()]:
-        put(case, content)
-    return written
+def cases(targets: Targets) -> list[Case]:
+    """Every planted case of this module (the hostile_cases protocol)."""
+    return classic_cases() + _cases(targets)
