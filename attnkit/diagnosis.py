@@ -44,10 +44,12 @@ import numpy as np
 from .adapters import ADAPTERS
 from .implementation import (  # noqa: F401  (recording lives with the implementations)
     MESSAGE_CHARS,
+    Answer,
     RecordedCall,
     RecordingImplementation,
     raised_message,
     raised_type,
+    strip,
 )
 
 FINGERPRINTS = Path(__file__).resolve().parent / "mistake_fingerprints.bin"  # attnkit generate
@@ -79,27 +81,6 @@ Info = TypeVar("Info", bound=MistakeInfo)
 # -- answers and evidence ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Answer:
-    """What one call gave back: an adapter result, or the exception raised (type, message)."""
-
-    outcome: dict[str, Any] | None
-    raised: str | None
-    message: str | None = None
-
-    @property
-    def ran_forbidden(self) -> bool:
-        return bool(self.outcome and self.outcome.get("forbidden_used"))
-
-    def plain(self) -> dict[str, Any]:
-        return {"outcome": strip(self.outcome), "raised": self.raised, "message": self.message}
-
-    def singles_out(self, wrong: Answer) -> bool:
-        """Whether agreeing with ``wrong`` here is evidence, not coincidence: a returned
-        value, or the very same error message (its shapes and sizes), never a type alone."""
-        return self.raised is None or (bool(self.message) and self.message == wrong.message)
-
-
 def agree(a: Answer, b: Answer) -> bool:
     """Same exception type, or the same results: kind, dtype, shape and values."""
     if a.raised is not None or b.raised is not None:
@@ -128,13 +109,6 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
-
-
-def strip(result: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Drop what is not an answer (the forbidden-call record, judged on its own)."""
-    if result is None:
-        return None
-    return {k: v for k, v in result.items() if k != "forbidden_used"}
 
 
 def explains(

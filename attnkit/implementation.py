@@ -56,6 +56,34 @@ class LocalImplementation:
 # -- recording: what the checks asked, and what came back -----------------------------------
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What one call gave back: an adapter result, or the exception raised (type, message)."""
+
+    outcome: dict[str, Any] | None
+    raised: str | None
+    message: str | None = None
+
+    @property
+    def ran_forbidden(self) -> bool:
+        return bool(self.outcome and self.outcome.get("forbidden_used"))
+
+    def plain(self) -> dict[str, Any]:
+        return {"outcome": strip(self.outcome), "raised": self.raised, "message": self.message}
+
+    def singles_out(self, wrong: Answer) -> bool:
+        """Whether agreeing with ``wrong`` here is evidence, not coincidence: a returned
+        value, or the very same error message (its shapes and sizes), never a type alone."""
+        return self.raised is None or (bool(self.message) and self.message == wrong.message)
+
+
+def strip(result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Drop what is not an answer (the forbidden-call record, judged on its own)."""
+    if result is None:
+        return None
+    return {k: v for k, v in result.items() if k != "forbidden_used"}
+
+
 @dataclass
 class RecordedCall:
     adapter: str
@@ -65,10 +93,8 @@ class RecordedCall:
     message: str | None = None
 
     @property
-    def answer(self) -> Any:
-        """The call's outcome as diagnosis compares it (an ``attnkit.diagnosis.Answer``)."""
-        from .diagnosis import Answer
-
+    def answer(self) -> Answer:
+        """The call's outcome as diagnosis compares it."""
         return Answer(self.outcome, self.raised, self.message)
 
     @property

@@ -406,7 +406,7 @@ def grade_submission(
             verdicts = better_of(verdicts, again)
         lap("definitions live at graded cells")
         if settings.feedback:
-            from .feedback import collect_heatmap
+            from .heatmaps import collect_heatmap
 
             heatmap = collect_heatmap(slug, impl, reference)
             lap("heatmaps")

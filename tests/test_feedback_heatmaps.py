@@ -20,8 +20,9 @@ from attnkit.diagnosis import quiet
 from attnkit.implementation import LocalImplementation
 from attnkit.notebook_code import load_definitions
 from attnkit_autograder.corpus import case_notebook, read_case, write_notebook
-from attnkit_autograder.feedback import collect_heatmap, render_heatmaps
+from attnkit_autograder.feedback import render_heatmaps
 from attnkit_autograder.harness import reference_implementation
+from attnkit_autograder.heatmaps import collect_heatmap
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus" / "mistakes"

@@ -71,3 +71,105 @@ def test_importing_every_public_module_loads_no_instructor_package() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+# -- the import graph ----------------------------------------------------------------------------
+
+PACKAGES = {
+    "attnkit": "attnkit",
+    "attnkit_autograder": "autograder",
+    "attnkit_data": "data",
+    "attnkit_solutions": "solutions",
+}
+
+
+def kit_modules(root: Path, packages: dict[str, str]) -> dict[str, Path]:
+    """Module name -> file, for the product's packages (the hidden suites are data)."""
+    found = {}
+    for name, folder in packages.items():
+        for path in (root / folder).rglob("*.py"):
+            if "suites" in path.relative_to(root / folder).parts:
+                continue
+            parts = [name, *path.relative_to(root / folder).with_suffix("").parts]
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Who imports whom among ``modules``, counting imports inside functions too."""
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                wanted = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    module = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    module = node.module or ""
+                wanted = [
+                    f"{module}.{a.name}" if f"{module}.{a.name}" in modules else module
+                    for a in node.names
+                ]
+            else:
+                continue
+            for target in wanted:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_product_has_no_import_cycles() -> None:
+    graph = import_graph(kit_modules(ROOT, PACKAGES))
+    assert len(graph) > 40
+    assert cycles(graph) == []
+
+
+def test_a_planted_cycle_through_a_function_local_import_is_found(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import thing\n")
+    (package / "b.py").write_text("def thing():\n    from . import c\n")
+    (package / "c.py").write_text("def other():\n    from pkg.a import x\n")
+    (package / "d.py").write_text("from . import a\n")
+    graph = import_graph(kit_modules(tmp_path, {"pkg": "pkg"}))
+    assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"]]
