@@ -2,7 +2,8 @@
 
 Every case is the released lesson-2 notebook answered correctly (see
 :func:`attnkit_autograder.corpus.fill_notebook`), with one attack planted in one exercise
-or in an extra code cell, and with its exact expected outcome: the score out of 14, the
+or in an extra code cell, and with its exact expected outcome: the graded cells it loses
+(its score follows from the rubric), the
 status of the attacked graded cell, words its message contains and, where the attack
 can only be seen by reading the code, words an instructor note contains.
 
@@ -31,15 +32,30 @@ from attnkit_autograder.corpus import (
     fill_notebook,
     to_nbformat3,
 )
-from attnkit_autograder.demo import SABOTAGE, ZEROS_V2  # the demo's hostile student
+from attnkit_autograder.demo import SABOTAGE, ZEROS_V2
+from attnkit_autograder.rubric import graded_cells  # the demo's hostile student
 
 SLUG = "02_self_attention"
-MAX_SCORE = 14.0
 SOFTMAX_CELL, V2_CELL, TRANSFER_CELL = (
     "test_softmax_values",
     "test_v2_forward",
     "test_weight_transfer",
 )
+CELL_POINTS = {cell.grade_id: cell.points for cell in graded_cells(SLUG)}
+
+
+def scored(*lost: str) -> float:
+    """The score of a submission that loses exactly the graded cells ``lost``."""
+    return sum(CELL_POINTS.values()) - sum(CELL_POINTS[grade_id] for grade_id in lost)
+
+
+KEEPS_ALL: tuple[str, ...] = ()
+LOSES_V2 = (V2_CELL,)
+LOSES_TRANSFER = (TRANSFER_CELL,)
+LOSES_V2_AND_TRANSFER = (V2_CELL, TRANSFER_CELL)
+LOSES_SOFTMAX = (SOFTMAX_CELL, "test_softmax_stability")
+LOSES_ALL = tuple(CELL_POINTS)
+MAX_SCORE = scored()
 CANARY_NAME = f"attnkit-hostile-canary-{os.getuid()}"  # one per user: /dev/shm is shared
 """A file the grader owns in the machine's /dev/shm, which a submission tries to delete."""
 
@@ -73,7 +89,8 @@ class Case:
     name: str
     kind: str
     """evasion | reply | escape | limit | file (the threat model's classes)."""
-    score: float
+    lost: tuple[str, ...]
+    """The graded cells the attack costs (its expected score follows from the rubric)."""
     cell: str
     """The attacked graded cell (its grade id)."""
     status: str
@@ -88,6 +105,11 @@ class Case:
     first: bool = False
     """Put the extra cell first (so the demo cells that call the exercise find its helper)."""
 
+    @property
+    def score(self) -> float:
+        """The exact expected score: the rubric's total less the points of ``lost``."""
+        return scored(*self.lost)
+
 
 def _softmax_evasion(name: str, expr: str, extra: str | None = None, note: str = "") -> Case:
     """Softmax taken from the library: both softmax cells are forbidden (3 points lost).
@@ -97,8 +119,9 @@ def _softmax_evasion(name: str, expr: str, extra: str | None = None, note: str =
     """
     body = f"return torch.nan_to_num({expr}, nan=0.0)"
     return Case(
-        name, "evasion", 11, SOFTMAX_CELL, "forbidden", "softmax", {"softmax": body}, extra, note
-    )
+        name, "evasion", LOSES_SOFTMAX, SOFTMAX_CELL, "forbidden", "softmax", {"softmax": body},
+        extra, note,
+    )  # fmt: skip
 
 
 def _attention_evasion(name: str, body: str, extra: str | None = None) -> Case:
@@ -106,7 +129,7 @@ def _attention_evasion(name: str, body: str, extra: str | None = None) -> Case:
     return Case(
         name,
         "evasion",
-        12,
+        LOSES_V2,
         V2_CELL,
         "forbidden",
         "write yourself",
@@ -118,7 +141,7 @@ def _attention_evasion(name: str, body: str, extra: str | None = None) -> Case:
 def _v2(
     name: str,
     kind: str,
-    score: float,
+    lost: tuple[str, ...],
     status: str,
     words: str,
     body: str,
@@ -126,7 +149,7 @@ def _v2(
     note: str = "",
 ) -> Case:
     """A case whose attack is in SelfAttention_v2.forward (or reached from it)."""
-    return Case(name, kind, score, V2_CELL, status, words, {"SelfAttention_v2": body}, extra, note)
+    return Case(name, kind, lost, V2_CELL, status, words, {"SelfAttention_v2": body}, extra, note)
 
 
 # -- helpers planted in extra cells ------------------------------------------------------------
@@ -177,7 +200,7 @@ def _forge(name: str, words: str, write: str, status: str = "error") -> Case:
         + "\n"
         + CORRECT_V2
     )
-    return _v2(name, "reply", 12, status, words, body, STEAL_CHANNEL + REPLIES_ONCE)
+    return _v2(name, "reply", LOSES_V2, status, words, body, STEAL_CHANNEL + REPLIES_ONCE)
 
 
 FORGED_ADAPTER = """
@@ -635,7 +658,15 @@ def _escape(name: str, targets: Targets) -> Case:
         _preamble(targets) + "def attempt():\n" + textwrap.indent(textwrap.dedent(body), "    ")
     )
     return Case(
-        name, kind, 14, V2_CELL, "passed", "", {"SelfAttention_v2": GUARDED_V2}, helper, first=True
+        name,
+        kind,
+        KEEPS_ALL,
+        V2_CELL,
+        "passed",
+        "",
+        {"SelfAttention_v2": GUARDED_V2},
+        helper,
+        first=True,
     )
 
 
@@ -663,7 +694,7 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "sm_under_disable_torch_function",
             "evasion",
-            11,
+            LOSES_SOFTMAX,
             SOFTMAX_CELL,
             "forbidden",
             "softmax",
@@ -678,7 +709,7 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "sm_recorder_patched_via_sys_modules",
             "evasion",
-            14,
+            KEEPS_ALL,
             SOFTMAX_CELL,
             "passed",
             "",
@@ -692,7 +723,7 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "sm_recorder_found_with_gc",
             "evasion",
-            14,
+            KEEPS_ALL,
             SOFTMAX_CELL,
             "passed",
             "",
@@ -706,7 +737,7 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "sm_mode_stack_bypassed",
             "evasion",
-            14,
+            KEEPS_ALL,
             SOFTMAX_CELL,
             "passed",
             "",
@@ -724,7 +755,7 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "sm_recorder_patched_by_computed_name",
             "evasion",
-            14,
+            KEEPS_ALL,
             SOFTMAX_CELL,
             "passed",
             "",
@@ -735,7 +766,7 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "sm_modes_disabled_by_from_imports",
             "evasion",
-            14,
+            KEEPS_ALL,
             SOFTMAX_CELL,
             "passed",
             "",
@@ -851,7 +882,7 @@ def _cases(targets: Targets) -> list[Case]:
         _v2(
             "reply_returns_huge_tensor",
             "reply",
-            12,
+            LOSES_V2,
             "error",
             "more data than the grader accepts",
             "return torch.zeros(5, 4, 1_000_000)",
@@ -859,7 +890,7 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "reply_forged_by_replaced_adapter",
             "reply",
-            12,
+            LOSES_TRANSFER,
             TRANSFER_CELL,
             "failed",
             "after the copy",
@@ -870,7 +901,7 @@ def _cases(targets: Targets) -> list[Case]:
         _v2(
             "reply_worker_handle_replaced",
             "reply",
-            0,
+            LOSES_ALL,
             "error",
             "malformed reply",
             CORRECT_V2,
@@ -885,7 +916,7 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "cell_partial_header_then_sleep",
             "reply",
-            14,
+            KEEPS_ALL,
             V2_CELL,
             "passed",
             "",
@@ -897,7 +928,7 @@ def _cases(targets: Targets) -> list[Case]:
         _v2(
             "cpu_spin_in_c",
             "limit",
-            12,
+            LOSES_V2,
             "timeout",
             "no answer after",
             "a = torch.randn(1200, 1200)\nwhile True:\n    a = (a @ a).clamp(-1, 1)",
@@ -905,7 +936,7 @@ def _cases(targets: Targets) -> list[Case]:
         _v2(
             "c_stack_overflow",
             "limit",
-            12,
+            LOSES_V2,
             "error",
             "the submission's process",
             "import sys\nsys.setrecursionlimit(10**8)\nnested = []\n"
@@ -915,7 +946,7 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "cell_loops_ignoring_signals",
             "limit",
-            14,
+            KEEPS_ALL,
             V2_CELL,
             "passed",
             "",
@@ -934,23 +965,30 @@ def _cases(targets: Targets) -> list[Case]:
 
 def classic_cases() -> list[Case]:
     return [
-        Case("correct", "file", 14, V2_CELL, "passed"),
-        Case("zz_correct_classmate", "file", 14, V2_CELL, "passed"),
-        Case("untouched_stubs", "file", 0, V2_CELL, "failed", "not implemented"),
+        Case("correct", "file", KEEPS_ALL, V2_CELL, "passed"),
+        Case("zz_correct_classmate", "file", KEEPS_ALL, V2_CELL, "passed"),
+        Case("untouched_stubs", "file", LOSES_ALL, V2_CELL, "failed", "not implemented"),
         _v2(
             "patches_numpy_torch_builtins",
             "evasion",
-            12,
+            LOSES_V2,
             "failed",
             "wrong values",
             "sabotage()\n" + ZEROS_V2,
             SABOTAGE,
         ),
-        _v2("infinite_loop", "limit", 12, "timeout", "no answer after", "while True:\n    pass"),
+        _v2(
+            "infinite_loop",
+            "limit",
+            LOSES_V2,
+            "timeout",
+            "no answer after",
+            "while True:\n    pass",
+        ),
         _v2(
             "infinite_loop_ignoring_signals",
             "limit",
-            12,
+            LOSES_V2,
             "timeout",
             "no answer after",
             "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
@@ -959,17 +997,19 @@ def classic_cases() -> list[Case]:
         _v2(
             "unbounded_allocation",
             "limit",
-            12,
+            LOSES_V2,
             "error",
             "memory",
             "blocks = []\nwhile True:\n    blocks.append(bytearray(256 * 1024 * 1024))",
         ),
-        _v2("os_exit", "limit", 12, "error", "exited", "import os\nos._exit(3)"),
-        _v2("segfault", "limit", 12, "error", "", "import ctypes\nreturn ctypes.string_at(0)"),
+        _v2("os_exit", "limit", LOSES_V2, "error", "exited", "import os\nos._exit(3)"),
+        _v2(
+            "segfault", "limit", LOSES_V2, "error", "", "import ctypes\nreturn ctypes.string_at(0)"
+        ),
         _v2(
             "fork_bomb",
             "limit",
-            12,
+            LOSES_V2,
             "timeout",
             "no answer after",
             "import os\nwhile True:\n    try:\n        os.fork()\n"
@@ -978,7 +1018,7 @@ def classic_cases() -> list[Case]:
         _v2(
             "reads_the_references",
             "escape",
-            12,
+            LOSES_V2,
             "error",
             "ModuleNotFoundError",
             "from attnkit_solutions.self_attention import SelfAttention_v2 as Reference\n"
@@ -987,7 +1027,7 @@ def classic_cases() -> list[Case]:
         _v2(
             "returns_numpy",
             "file",
-            12,
+            LOSES_V2,
             "failed",
             "NumPy array",
             CORRECT_V2[: CORRECT_V2.rindex("\n")] + "\nreturn (weights @ values).detach().numpy()",
@@ -995,7 +1035,7 @@ def classic_cases() -> list[Case]:
         _v2(
             "nan_output",
             "file",
-            12,
+            LOSES_V2,
             "failed",
             "NaN",
             "return torch.full((*x.shape[:-1], self.W_query.out_features), float('nan'))",
@@ -1003,7 +1043,7 @@ def classic_cases() -> list[Case]:
         _v2(
             "prints_megabytes",
             "limit",
-            14,
+            KEEPS_ALL,
             "passed",
             "",
             'print("x" * 5_000_000)\n' + CORRECT_V2,
@@ -1040,16 +1080,18 @@ def file_cases(released: dict[str, Any]) -> dict[str, tuple[Case, dict[str, Any]
     not_utf8 = b"\xff\xfe\x00\x01" + json.dumps(correct).encode("utf-16")
     broken_json = b'{"cells": [{"cell_type": "code", "source": ["def f('
     table: list[tuple[Case, dict[str, Any] | bytes]] = [
-        (Case("deleted_test_cells", "file", 12, V2_CELL, "failed", "wrong values"),
+        (Case("deleted_test_cells", "file", LOSES_V2, V2_CELL, "failed", "wrong values"),
          drop_cells(wrong_v2, lambda c: not _is_test_cell(c))),
-        (Case("edited_test_cells", "file", 12, V2_CELL, "failed", "wrong values"), edited),
-        (Case("missing_class", "file", 10, V2_CELL, "error", "not defined"), missing),
-        (Case("wrong_signature", "file", 12, TRANSFER_CELL, "error", "TypeError"), wrong_signature),
-        (Case("nbformat3", "file", 14, V2_CELL, "passed"), to_nbformat3(correct)),
-        (Case("malformed_json", "file", 0, V2_CELL, "error", "not valid notebook JSON"),
+        (Case("edited_test_cells", "file", LOSES_V2, V2_CELL, "failed", "wrong values"), edited),
+        (Case("missing_class", "file", LOSES_V2_AND_TRANSFER, V2_CELL, "error", "not defined"),
+         missing),
+        (Case("wrong_signature", "file", LOSES_TRANSFER, TRANSFER_CELL, "error", "TypeError"),
+         wrong_signature),
+        (Case("nbformat3", "file", KEEPS_ALL, V2_CELL, "passed"), to_nbformat3(correct)),
+        (Case("malformed_json", "file", LOSES_ALL, V2_CELL, "error", "not valid notebook JSON"),
          broken_json),
-        (Case("not_utf8", "file", 0, V2_CELL, "error", "not UTF-8"), not_utf8),
-        (Case("empty", "file", 0, V2_CELL, "error", "is empty"), b""),
+        (Case("not_utf8", "file", LOSES_ALL, V2_CELL, "error", "not UTF-8"), not_utf8),
+        (Case("empty", "file", LOSES_ALL, V2_CELL, "error", "is empty"), b""),
     ]  # fmt: skip
     return {case.name: (case, content) for case, content in table}
 
