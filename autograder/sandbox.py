@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkit.errors import KitError
+from attnkit.worker import SCRATCH_MOUNTS
 
 HIDDEN_PACKAGES = ("attnkit_autograder", "attnkit_solutions")
 KIT_ROOT = "/opt/attnkit"
@@ -155,19 +156,25 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
             args += ["--ro-bind", etc, etc]
     for root in _roots_to_bind(interpreter, search):
         args += ["--ro-bind", root, inside(root)]
-    # The references and hidden suites, where installed into site-packages, are covered.
+    # The references and hidden suites, where installed into site-packages, are covered
+    # (by an empty folder made read-only below, so it cannot carry files between workers).
+    read_only = ["/", "/dev", "/dev/pts", "/proc"]
     for site in _site_dirs():
         for name in os.listdir(site):
             if name.startswith(HIDDEN_PACKAGES) or name.startswith("__editable__"):
                 path = os.path.join(site, name)
-                mask = ["--tmpfs"] if os.path.isdir(path) else ["--ro-bind", "/dev/null"]
-                args += [*mask, inside(path)]
+                if os.path.isdir(path):
+                    args += ["--tmpfs", inside(path)]
+                    read_only.append(inside(path))
+                else:
+                    args += ["--ro-bind", "/dev/null", inside(path)]
     for package in ("attnkit", "attnkit_data"):
         args += ["--ro-bind", _package_dir(package), f"{KIT_ROOT}/{package}"]
     args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
     args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--size", str(settings.tmp_bytes), "--tmpfs", "/tmp"]
-    args += ["--size", str(settings.tmp_bytes // 4), "--tmpfs", "/dev/shm"]
+    tmp, shm = SCRATCH_MOUNTS
+    args += ["--size", str(settings.tmp_bytes), "--tmpfs", tmp]
+    args += ["--size", str(settings.tmp_bytes // 4), "--tmpfs", shm]
     environment = {
         "PATH": "/usr/bin:/bin",
         "LANG": "C.UTF-8",
@@ -183,10 +190,13 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
         environment["ATTNKIT_VERDICT"] = "/data/the-verdict.txt"
     for key, value in environment.items():
         args += ["--setenv", key, value]
-    # bubblewrap's root is a writable tmpfs that no reset empties and no limit caps: make it
-    # read-only, so /tmp and /dev/shm (capped, emptied between submissions) are the only
-    # places a submission can write.
-    args += ["--remount-ro", "/"]
+    # bubblewrap's root, its /dev and the covering folders are writable tmpfs mounts that
+    # no reset empties and no limit caps (and /proc takes writes too): all read-only, so
+    # SCRATCH_MOUNTS (capped, emptied between submissions) are the only places a
+    # submission can write. Each remount covers one mount, not those below it; device
+    # nodes stay usable on a read-only mount. The zygote checks this when it starts.
+    for mount in read_only:
+        args += ["--remount-ro", mount]
     search = [inside(p) for p in search]
     code = _bootstrap(search, scratch, control_fd) if control_fd >= 0 else _probe(search)
     args += ["--chdir", "/tmp", inside(interpreter), "-I", "-S", "-c", code]
@@ -225,6 +235,50 @@ def _explain_failure(stderr: str) -> SandboxUnavailable:
     return SandboxUnavailable(f"the grading sandbox could not start: {text}", hint)
 
 
+@dataclass(frozen=True)
+class WorkerEnd:
+    """How one worker ended, as the zygote (the grader's side of the sandbox, which no
+    worker can signal, trace or limit) saw it when it reaped the worker."""
+
+    signal: int | None
+    exit: int | None
+    cpu_seconds: float
+    cpu_limit: int
+    by_sandbox: bool
+    """The reset killed it (the grader was done with it, or stopped it)."""
+
+    @classmethod
+    def parse(cls, data: dict[str, Any]) -> WorkerEnd:
+        def number(key: str) -> Any:
+            value = data.get(key)
+            return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+        return cls(
+            signal=number("signal"),
+            exit=number("exit"),
+            cpu_seconds=float(number("cpu_seconds") or 0.0),
+            cpu_limit=int(number("cpu_limit") or 0),
+            by_sandbox=data.get("by_sandbox") is True,
+        )
+
+    def killed_from_outside(self) -> bool:
+        """SIGKILL that came from neither the reset nor the worker's own CPU limit. A worker
+        cannot send SIGKILL, even to itself (seccomp), so it came from outside the
+        sandbox: the kernel's OOM killer, an administrator."""
+        return (
+            self.signal == signal.SIGKILL
+            and not self.by_sandbox
+            and self.cpu_seconds < self.cpu_limit
+        )
+
+    def describe(self) -> str:
+        if self.signal is not None:
+            with contextlib.suppress(ValueError):
+                return f"killed by {signal.Signals(self.signal).name}"
+            return f"killed by signal {self.signal}"
+        return f"exited with status {self.exit}"
+
+
 class Zygote:
     """The running sandbox of one grader: spawns workers, resets between submissions."""
 
@@ -242,6 +296,7 @@ class Zygote:
             command = [interpreter, "-I", "-S", "-c", bootstrap]
             if settings.user:
                 command = [*_as_user(settings.user, self._scratch), *command]
+        self.started_at = time.monotonic()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the sandbox
         self.process = subprocess.Popen(
             command,
@@ -262,6 +317,13 @@ class Zygote:
             raise _explain_failure(stderr) from None
         if not ready.get("ready"):
             self.close()
+            unreset = ready.get("unreset")
+            if isinstance(unreset, list):
+                raise SandboxUnavailable(
+                    "the grading sandbox has writable mounts that are not emptied between "
+                    f"submissions: {', '.join(map(str, unreset))[:300]}",
+                    "This is a fault of the kit's bubblewrap command line; please report it.",
+                )
             raise SandboxUnavailable("the grading sandbox did not start correctly")
 
     @property
@@ -307,15 +369,23 @@ class Zygote:
             raise SandboxDied("the sandbox could not start a worker")
         return request_write, reply_read
 
-    def reset(self) -> None:
-        """Kill every worker and empty /tmp; raises SandboxDied if the zygote does not confirm."""
+    def reset(self, grace: float = 0.0) -> list[WorkerEnd]:
+        """Kill every worker and empty /tmp; how each worker since the last reset ended.
+        ``grace``: seconds to let a dying worker end by itself first (its pipes closed).
+        Raises SandboxDied if the zygote does not confirm."""
         try:
-            self.control.sendmsg([b'{"op": "reset"}'])
+            self.control.sendmsg([json.dumps({"op": "reset", "grace": float(grace)}).encode()])
             answer = self._receive(CONTROL_TIMEOUT)
         except OSError as exc:
             raise SandboxDied(f"the sandbox is gone ({exc})") from None
         if answer.get("clean") is not True:
             raise SandboxDied("the sandbox did not confirm its reset")
+        ended = answer.get("ended")
+        return (
+            [WorkerEnd.parse(e) for e in ended if isinstance(e, dict)]
+            if isinstance(ended, list)
+            else []
+        )
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -401,6 +471,12 @@ def shared_zygote(settings: SandboxSettings) -> Zygote:
     if _current is None:
         _current = Zygote(settings)
     return _current
+
+
+def ensure_sandbox(settings: SandboxSettings) -> None:
+    """Have a live sandbox ready, replacing one that a failed reset ended: called between
+    submissions, so that its start-up is charged to no student's budget."""
+    shared_zygote(settings)
 
 
 def discard_zygote() -> None:
