@@ -179,6 +179,18 @@ def cmd_grade(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     elif args.sandbox_user:
+        if args.jobs > 1:
+            # Every grader's workers would share the one uid, and could signal each other.
+            raise KitError(
+                "--sandbox-user grades with one grader process: workers of parallel graders "
+                "would share that user's uid.",
+                "Pass --jobs 1 with --sandbox-user (or use bubblewrap, which has no such limit).",
+            )
+        if not args.out.exists():
+            args.out.mkdir(mode=0o700, parents=True)
+        # Without namespaces, file permissions alone keep the references, the other
+        # students' files and OUT from a submission: refuse to start unless they do.
+        sandbox.check_sandbox_user(args.sandbox_user, (args.submissions, args.out))
         print(f"sandbox: {sandbox.level_of(settings.sandbox_settings())}")
     else:
         # Refuse now, with the fix, rather than record every submission as an error.

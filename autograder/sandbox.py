@@ -42,6 +42,7 @@ from attnkit.errors import KitError
 from attnkit.worker import SCRATCH_MOUNTS
 
 HIDDEN_PACKAGES = ("attnkit_autograder", "attnkit_solutions")
+PUBLIC_PACKAGES = ("attnkit", "attnkit_data")
 KIT_ROOT = "/opt/attnkit"
 START_TIMEOUT = 120.0
 CONTROL_TIMEOUT = 15.0
@@ -168,7 +169,7 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
                     read_only.append(inside(path))
                 else:
                     args += ["--ro-bind", "/dev/null", inside(path)]
-    for package in ("attnkit", "attnkit_data"):
+    for package in PUBLIC_PACKAGES:
         args += ["--ro-bind", _package_dir(package), f"{KIT_ROOT}/{package}"]
     args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
     args += ["--proc", "/proc", "--dev", "/dev"]
@@ -286,16 +287,29 @@ class Zygote:
         self.settings = settings
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._scratch: str | None = None
+        self._public: str | None = None
         if settings.enabled and not settings.user:
             command = bwrap_command(settings, theirs.fileno())
         else:
             self._scratch = tempfile.mkdtemp(prefix="attnkit-scratch-")
             interpreter, search = python_paths()
             search[0] = os.path.dirname(_package_dir("attnkit"))
+            if settings.user:
+                # Only the public packages and site-packages' own, from a folder the
+                # user cannot change (the scratch folder is the user's own).
+                self._public = public_path(tempfile.mkdtemp(prefix="attnkit-path-"))
+                sites = set(_site_dirs())
+                search = [self._public, *(p for p in search[1:] if p not in sites)]
             bootstrap = _bootstrap(search, self._scratch, theirs.fileno())
             command = [interpreter, "-I", "-S", "-c", bootstrap]
             if settings.user:
-                command = [*_as_user(settings.user, self._scratch), *command]
+                check_sandbox_user(settings.user)
+                command = [*_setpriv(settings.user), *command]
+                import pwd
+
+                entry = pwd.getpwnam(settings.user)
+                os.chown(self._scratch, entry.pw_uid, entry.pw_gid)
+                os.chmod(self._scratch, 0o700)
         self.started_at = time.monotonic()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the sandbox
         self.process = subprocess.Popen(
@@ -401,8 +415,9 @@ class Zygote:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
         self._stderr.close()
-        if self._scratch:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+        for folder in (self._scratch, self._public):
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def level_of(settings: SandboxSettings) -> str:
@@ -412,7 +427,7 @@ def level_of(settings: SandboxSettings) -> str:
     return "bubblewrap" if settings.enabled else "none (--no-sandbox)"
 
 
-def _as_user(user: str, scratch: str) -> list[str]:
+def _setpriv(user: str) -> list[str]:
     """setpriv's prefix that runs a command as ``user`` with no privileges left."""
     import pwd
 
@@ -429,8 +444,6 @@ def _as_user(user: str, scratch: str) -> list[str]:
         )
     if shutil.which("setpriv") is None:
         raise SandboxUnavailable("--sandbox-user needs setpriv (util-linux), which is missing.")
-    os.chown(scratch, entry.pw_uid, entry.pw_gid)
-    os.chmod(scratch, 0o700)
     return [
         "setpriv",
         f"--reuid={entry.pw_uid}",
@@ -440,6 +453,86 @@ def _as_user(user: str, scratch: str) -> list[str]:
         "--inh-caps=-all",
         "--bounding-set=-all",
     ]
+
+
+# Shell conditions run as the sandbox user, one path at a time ($p).
+CAN_REACH = (
+    '{ [ -d "$p" ] && { [ -r "$p" ] || [ -x "$p" ]; }; } || { [ ! -d "$p" ] && [ -r "$p" ]; }'
+)
+CANNOT_USE = '! { [ -r "$p" ] && { [ ! -d "$p" ] || [ -x "$p" ]; }; }'
+
+
+def paths_where(user: str, condition: str, paths: list[str]) -> list[str]:
+    """Those of ``paths`` for which the shell ``condition`` holds when tested as ``user``
+    (with no supplementary groups, as the workers run): the kernel's own permission checks."""
+    if not paths:
+        return []
+    script = f'for p; do if {condition}; then printf "%s\\0" "$p"; fi; done'
+    found = subprocess.run(
+        [*_setpriv(user), "xargs", "-0", "-r", "sh", "-c", script, "sh"],
+        input=b"\0".join(os.fsencode(p) for p in paths),
+        capture_output=True,
+        cwd="/",
+        timeout=300,
+        check=False,
+    )
+    return [os.fsdecode(p) for p in found.stdout.split(b"\0") if p]
+
+
+def _tree(root: str) -> list[str]:
+    """A folder and everything below it (links are not followed), or a file."""
+    found = [root]
+    for folder, folders, files in os.walk(root):
+        found += [os.path.join(folder, name) for name in folders + files]
+    return found
+
+
+def check_sandbox_user(user: str, private: tuple[str | os.PathLike[str], ...] = ()) -> None:
+    """Refuse --sandbox-user, naming the path and what to do, unless ``user`` can run the
+    grader's Python and can read none of the kit's references and hidden tests, nor any of
+    ``private`` (the submissions folder, OUT): with no namespaces, file permissions are
+    what keeps them from a submission."""
+    interpreter, search = python_paths()
+    needed = [interpreter, *search[1:], *(_package_dir(p) for p in PUBLIC_PACKAGES)]
+    for path in paths_where(user, CANNOT_USE, needed)[:1]:
+        raise SandboxUnavailable(
+            f"--sandbox-user {user}: that user cannot read {path}, which the grader's Python "
+            "needs to run submissions.",
+            f"Install the kit into a Python that {user} can read (for instance a virtual "
+            "environment made with /usr/bin/python3 outside /root), or make that path "
+            f"readable for {user}.",
+        )
+    hidden = [_package_dir(name) for name in HIDDEN_PACKAGES]
+    for root in [*hidden, *map(os.fspath, private)]:
+        readable = readable_below(user, root)
+        if readable:
+            what = "the kit's references and hidden tests" if root in hidden else "not public"
+            raise SandboxUnavailable(
+                f"--sandbox-user {user}: that user can read {readable[0]} ({what}).",
+                f"Make it unreadable for other users, e.g. `chmod -R o-rwx {root}`, and keep "
+                f"{user} out of its owner and group.",
+            )
+
+
+def readable_below(user: str, root: str) -> list[str]:
+    """What ``user`` can read or list of ``root`` and everything below it."""
+    return paths_where(user, CAN_REACH, _tree(root))
+
+
+def public_path(folder: str) -> str:
+    """``folder``, filled with links to what a worker may import under --sandbox-user: the
+    public packages and everything in site-packages but the hidden packages, editable
+    finders and .pth files (which could map the hidden packages back in)."""
+    os.chmod(folder, 0o755)
+    entries = {name: _package_dir(name) for name in PUBLIC_PACKAGES}
+    for site in _site_dirs():
+        for name in os.listdir(site):
+            hidden = name.startswith((*HIDDEN_PACKAGES, "__editable__", "_attnkit"))
+            if not hidden and not name.endswith(".pth") and name not in entries:
+                entries[name] = os.path.join(site, name)
+    for name, target in entries.items():
+        os.symlink(target, os.path.join(folder, name))
+    return folder
 
 
 def _fds(*fds: int) -> bytes:
