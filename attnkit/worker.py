@@ -424,6 +424,9 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3) -> None:
     gc.collect()
     gc.freeze()
     set_not_dumpable()
+    # What the imports above left in /tmp (IPython's and matplotlib's folders) goes, so the
+    # first worker starts from the same state as every worker after a reset.
+    reset(scratch, children)
     control = socket.socket(fileno=control_fd)
     unreset = unreset_mounts() if os.getpid() == 1 else []
     if unreset:

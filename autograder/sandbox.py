@@ -329,6 +329,7 @@ class Zygote:
             stderr = self._stderr.read().decode("utf-8", "replace")
             self.close()
             raise _explain_failure(stderr) from None
+        self.startup_seconds = time.monotonic() - self.started_at
         if not ready.get("ready"):
             self.close()
             unreset = ready.get("unreset")
