@@ -11,13 +11,17 @@ a control socket from the grader:
 
 * ``spawn``: receives two pipe ends by SCM_RIGHTS and forks one worker that talks over
   them; the worker closes the control socket before any student code runs;
-* ``reset``: kills every other process in the namespace, reaps them and empties ``/tmp``
-  and ``/dev/shm``, so nothing of one submission is left for the next.
+* ``reset``: kills every other process in the namespace, reaps them, empties ``/tmp``
+  and ``/dev/shm`` (the only writable mounts: the zygote refuses to start otherwise), so
+  nothing of one submission is left for the next, and reports how each worker ended
+  (exit status or signal, CPU time, whether the reset itself killed it).
 
 Student code cannot reach the zygote: PID 1 ignores signals it has no handler for, the
 zygote is not dumpable (no ptrace, no ``/proc/1/mem``), and every worker runs under a
 seccomp filter that refuses new processes, ptrace, new namespaces, memfds, SysV IPC and
-sockets. One worker is one process, so its address-space limit bounds all its memory.
+sockets, and that confines signals, resource limits and scheduling calls to the worker
+itself: nothing a worker changes outlives it, and every worker starts from the zygote's
+state. One worker is one process, so its address-space limit bounds all its memory.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import resource
 import shutil
 import signal
 import socket
+import stat
 import struct
 import sys
 import time
@@ -49,8 +54,23 @@ DENIED_SYSCALLS = (
     "userfaultfd", "keyctl", "add_key", "request_key", "io_uring_setup", "memfd_create",
     "shmget", "msgget", "semget", "mq_open", "socket", "socketpair", "kexec_load",
     "init_module", "finit_module", "swapon", "reboot", "setpriority", "personality",
+    "tkill", "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "process_madvise",
+    "process_mrelease", "kcmp", "ioprio_set", "migrate_pages", "move_pages",
 )  # fmt: skip
+# Calls that take a process id, and the argument that holds it. Each is refused for any
+# process but the worker itself: otherwise a worker could signal its classmates' workers
+# (under --sandbox-user they share a uid), or lower the zygote's limits and priority, which
+# every later worker would inherit.
+SIGNAL_CALLS = {"kill": 0, "tgkill": 0, "rt_sigqueueinfo": 0, "rt_tgsigqueueinfo": 0}
+OWN_PROCESS_CALLS = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam",
+                     "sched_setattr")  # fmt: skip
+# Where each signal call takes its signal number: SIGKILL, even to itself, is refused, so
+# that a worker that dies of SIGKILL was killed by its CPU limit, the reset, or something
+# outside the sandbox (see reset()).
+SIGNAL_ARGUMENT = {"kill": 1, "tgkill": 2, "rt_sigqueueinfo": 1, "rt_tgsigqueueinfo": 2}
 CLONE_THREAD = 0x00010000
+SCRATCH_MOUNTS = ("/tmp", "/dev/shm")
+"""The only writable mounts of the bubblewrap sandbox: size-capped, emptied by every reset."""
 
 
 # -- framing -----------------------------------------------------------------------------------
@@ -90,21 +110,35 @@ def set_not_dumpable() -> None:
     libc.prctl(pr_set_dumpable, 0, 0, 0, 0)
 
 
-def install_seccomp() -> None:
-    """Refuse the syscalls in DENIED_SYSCALLS, and clone() of anything but a thread."""
+def install_seccomp(full: bool = True) -> None:
+    """Refuse the syscalls in DENIED_SYSCALLS, clone() of anything but a thread, signals to
+    any other process (and SIGKILL to any), changes to another process's limits or
+    scheduling, and lowering the worker's own CPU limit (its SIGKILL would look external)."""
     import pyseccomp as seccomp
 
+    me = os.getpid()
+    refuse = seccomp.ERRNO(errno.EPERM)
+    # Without isolation (``--no-sandbox``, trusted code) only the rules that keep workers
+    # from reaching each other and the zygote apply (full=False).
+    rules: list[tuple[str, tuple[Any, ...]]] = [(n, ()) for n in DENIED_SYSCALLS if full]
+    for name, pid in SIGNAL_CALLS.items():
+        rules.append((name, (seccomp.Arg(pid, seccomp.NE, me),)))
+        rules.append((name, (seccomp.Arg(SIGNAL_ARGUMENT[name], seccomp.EQ, signal.SIGKILL),)))
+    # Own process is pid 0 here (glibc and Python pass 0 for "this process").
+    rules += [(name, (seccomp.Arg(0, seccomp.NE, 0),)) for name in OWN_PROCESS_CALLS]
+    cpu = resource.RLIMIT_CPU
+    rules.append(("prlimit64", (seccomp.Arg(1, seccomp.EQ, cpu), seccomp.Arg(2, seccomp.NE, 0))))
+    rules.append(("setrlimit", (seccomp.Arg(0, seccomp.EQ, cpu),)))
     policy = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
-    for name in DENIED_SYSCALLS:
+    for name, arguments in rules:
         try:
-            policy.add_rule(seccomp.ERRNO(errno.EPERM), name)
+            policy.add_rule(refuse, name, *arguments)
         except (OSError, ValueError, RuntimeError):
             continue  # not a syscall on this architecture
-    policy.add_rule(
-        seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_THREAD, 0)
-    )
-    # glibc tries clone3 first and falls back to clone, whose flags the rule above can see.
-    policy.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    if full:
+        policy.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_THREAD, 0))
+        # glibc tries clone3 first and falls back to clone, whose flags the rule above sees.
+        policy.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
     policy.load()
 
 
@@ -131,8 +165,7 @@ def confine(limits: dict[str, Any], scratch: str) -> dict[str, Any]:
     os.chdir(workdir)
     os.environ["TMPDIR"] = workdir
     seccomp_on = bool(limits.get("seccomp", True))
-    if seccomp_on:
-        install_seccomp()
+    install_seccomp(full=seccomp_on)
     return {"seccomp": seccomp_on, "memory_limit": "address space of the one worker process"}
 
 
@@ -276,47 +309,111 @@ def receive_spawn(control: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return json.loads(message), list(fds)
 
 
-def reset(scratch: str, children: set[int]) -> None:
-    """Kill every worker, reap them, and empty the scratch folder (and /dev/shm).
+def writable_mounts(mountinfo: str = "/proc/self/mountinfo") -> list[tuple[str, str]]:
+    """(mount point, super options) of every writable mount that can hold files: device
+    nodes bound from the host (/dev/null, ...) store nothing and are left out."""
+    found = []
+    with open(mountinfo) as lines:
+        for line in lines:
+            fields = line.split()
+            separator = fields.index("-")
+            point = fields[4].encode().decode("unicode_escape")  # \040 and friends
+            options = fields[5].split(",")
+            if "ro" in options:
+                continue
+            with contextlib.suppress(OSError):
+                if stat.S_ISCHR(os.stat(point).st_mode):
+                    continue
+            found.append((point, fields[separator + 3]))
+    return found
 
+
+def unreset_mounts() -> list[str]:
+    """Writable mounts that a reset would not empty, or that have no size cap: a sandbox
+    with one would carry files from one submission to the next, uncounted."""
+    return [
+        point
+        for point, options in writable_mounts()
+        if point not in SCRATCH_MOUNTS or "size=" not in options
+    ]
+
+
+def _empty(folder: str) -> None:
+    """Remove everything in ``folder``; a submission's read-only folders are opened up first."""
+    for root, folders, _ in os.walk(folder):
+        for name in folders:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(root, name), 0o700, follow_symlinks=False)
+    for entry in os.listdir(folder):
+        path = os.path.join(folder, entry)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+
+
+def _ending(pid: int, status: int, usage: Any, by_sandbox: bool) -> dict[str, Any]:
+    return {
+        "pid": pid,
+        "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
+        "by_sandbox": by_sandbox,
+    }
+
+
+def _reap(endings: dict[int, dict[str, Any]], by_sandbox: bool) -> bool:
+    """Reap every child that has ended; False once none is left."""
+    while True:
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+        endings.setdefault(pid, _ending(pid, status, usage, by_sandbox))
+
+
+def reset(scratch: str, children: dict[int, int], grace: float = 0.0) -> list[dict[str, Any]]:
+    """Kill every worker, reap them, and empty the scratch folder (and /dev/shm). Returns
+    how each worker forked since the last reset ended, with its CPU limit (``cpu_limit``).
+
+    A worker that had already ended (or ends within ``grace`` seconds: the grader saw its
+    pipes close) is reported as it ended; the rest are killed here, ``by_sandbox``.
     As PID 1 of the sandbox's namespace, ``kill(-1)`` reaches every other process in it,
     whatever a worker did to hide one. Without a sandbox (``--no-sandbox``, trusted code)
     only the workers this zygote forked are killed.
     """
     sandboxed = os.getpid() == 1
-    targets = [-1] if sandboxed else sorted(children)
+    endings: dict[int, dict[str, Any]] = {}
+    deadline = time.monotonic() + min(max(grace, 0.0), 2.0)
+    while _reap(endings, False) and not set(children) <= set(endings):
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.005)
+    targets = [-1] if sandboxed else sorted(set(children) - set(endings))
     for target in targets:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(target, signal.SIGKILL)
-    children.clear()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    while _reap(endings, True) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    report = [
+        {**endings[pid], "cpu_limit": limit} for pid, limit in children.items() if pid in endings
+    ]
+    children.clear()
+    for folder in SCRATCH_MOUNTS if sandboxed else (scratch,):
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break  # no children left
-        if pid == 0:
-            time.sleep(0.002)
-    for folder in (scratch, "/dev/shm") if sandboxed else (scratch,):
-        try:
-            entries = os.listdir(folder)
-        except OSError:
-            continue
-        for entry in entries:
-            path = os.path.join(folder, entry)
-            try:
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path)
-                else:
-                    os.unlink(path)
-            except Exception:
-                # Something a submission left cannot be removed (nested too deep, say):
-                # this sandbox is no longer clean, so it ends, and the grader starts anew.
-                os._exit(75)
+            _empty(folder)
+        except Exception:
+            # Something a submission left cannot be removed (nested too deep, say):
+            # this sandbox is no longer clean, so it ends, and the grader starts anew.
+            os._exit(75)
+    return report
 
 
 def zygote(scratch: str = "/tmp", control_fd: int = 3) -> None:
-    children: set[int] = set()
+    children: dict[int, int] = {}  # worker pid -> its CPU limit
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("MPLBACKEND", "Agg")
     preload()
@@ -327,7 +424,14 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3) -> None:
     gc.collect()
     gc.freeze()
     set_not_dumpable()
+    # What the imports above left in /tmp (IPython's and matplotlib's folders) goes, so the
+    # first worker starts from the same state as every worker after a reset.
+    reset(scratch, children)
     control = socket.socket(fileno=control_fd)
+    unreset = unreset_mounts() if os.getpid() == 1 else []
+    if unreset:
+        control.sendall(json.dumps({"ready": False, "unreset": unreset}).encode())
+        os._exit(78)
     control.sendall(json.dumps({"ready": True, "pid": os.getpid()}).encode())
     while True:
         try:
@@ -337,8 +441,9 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3) -> None:
         if request.get("op") == "reset":
             for fd in fds:
                 os.close(fd)
-            reset(scratch, children)
-            control.sendall(b'{"clean": true}')
+            grace = request.get("grace", 0.0)
+            ended = reset(scratch, children, grace if isinstance(grace, float) else 0.0)
+            control.sendall(json.dumps({"clean": True, "ended": ended}).encode())
             continue
         if len(fds) != 2:
             for fd in fds:
@@ -358,7 +463,7 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3) -> None:
                 worker.serve()
             finally:
                 os._exit(70)
-        children.add(pid)
+        children[pid] = int(request.get("limits", {}).get("cpu_seconds", 0))
         for fd in fds:
             os.close(fd)
         control.sendall(json.dumps({"spawned": pid}).encode())

@@ -82,6 +82,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     from . import sandbox
 
     locate_verdict(progress=False)
+    if args.jobs is None and not args.sandbox_user:
+        args.jobs = os.cpu_count() or 1
     if args.no_sandbox:
         print(
             "WARNING: --no-sandbox: submissions run WITHOUT isolation. Use this for trusted "
@@ -89,6 +91,19 @@ def cmd_grade(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     elif args.sandbox_user:
+        if args.jobs is not None and args.jobs > 1:
+            # Every grader's workers would share the one uid, and could signal each other.
+            raise KitError(
+                "--sandbox-user grades with one grader process: workers of parallel graders "
+                "would share that user's uid.",
+                "Pass --jobs 1 with --sandbox-user (or use bubblewrap, which has no such limit).",
+            )
+        args.jobs = 1
+        if not args.out.exists():
+            args.out.mkdir(mode=0o700, parents=True)
+        # Without namespaces, file permissions alone keep the references, the other
+        # students' files and OUT from a submission: refuse to start unless they do.
+        sandbox.check_sandbox_user(args.sandbox_user, (args.submissions, args.out))
         print(f"sandbox: {sandbox.level_of(settings.sandbox_settings())}")
     else:
         # Refuse now, with the fix, rather than record every submission as an error.
@@ -253,7 +268,10 @@ def register(commands: Any) -> None:
     )
     grade.add_argument("--assignment", help="grade every file as this assignment")
     grade.add_argument(
-        "--jobs", type=int, default=os.cpu_count() or 1, help="grader processes (default: cores)"
+        "--jobs",
+        type=int,
+        default=None,
+        help="grader processes (default: cores; 1 with --sandbox-user)",
     )
     grade.add_argument("--force", action="store_true", help="regrade submissions already graded")
     grade.add_argument("--timeout", type=float, default=10.0, help="seconds per hidden test call")

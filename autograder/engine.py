@@ -449,32 +449,38 @@ def identified(record: dict[str, Any], submission: Submission) -> dict[str, Any]
     return record
 
 
-def worker_killed(record: dict[str, Any]) -> bool:
-    """A sandboxed worker died of SIGKILL during grading. The worker's own limits do not
-    end it that way (memory fails allocations, a timeout is reported as such), so the
-    likeliest cause is something outside the sandbox: the machine, or another process."""
-    from .isolation import describe_exit
-
-    killed = describe_exit(-signal.SIGKILL)
-    return any(killed in str(test.get("message")) for test in record.get("tests", []))
+def worker_killed(record: dict[str, Any]) -> list[str]:
+    """Sandboxed workers of this grading that were killed from outside the sandbox (the OOM
+    killer, an administrator), as the zygote reported when it reaped them: not by the
+    grader's reset, not by the worker's own CPU limit, and a worker cannot SIGKILL itself.
+    Never what the worker said about itself."""
+    sandbox = record.get("run", {}).get("sandbox", {})
+    killed = sandbox.get("killed_from_outside") if isinstance(sandbox, dict) else None
+    return list(killed) if isinstance(killed, list) else []
 
 
 def grade_safely(submission: Submission, settings: GradeSettings, slot: int) -> dict[str, Any]:
     """grade_submission, retried once if the grader itself fails or a worker is killed from
     outside. A second failure of the grader is recorded as the grader's error
     (``fault: "grader"``), never as the student's; a second kill keeps its verdicts."""
+    from .sandbox import ensure_sandbox
+
     failures = []
     for attempt in range(2):
+        if attempt == 1:
+            with contextlib.suppress(Exception):  # grade_submission reports a sandbox failure
+                ensure_sandbox(settings.sandbox_settings())
         try:
             record = grade_submission(submission, settings, slot)
         except Exception as exc:  # a bug in the kit must not cost other students their grades
             failures.append(repr(exc))
             continue
-        if attempt == 0 and worker_killed(record):
+        killed = worker_killed(record)
+        if attempt == 0 and killed:
+            failures.append(f"a sandboxed worker was {killed[0]} from outside the sandbox")
             continue
         if attempt == 1:  # kept out of grades.json, which must not depend on such accidents
-            run = record.setdefault("run", {})
-            run["regraded"] = failures[-1] if failures else "a sandboxed worker was killed"
+            record.setdefault("run", {})["regraded"] = failures[-1]
         return identified(record, submission)
     reason = (
         f"the grader failed twice on this submission ({failures[-1][:300]}): a fault of the "
@@ -562,6 +568,9 @@ def grader_process(number: int, tasks: Any, results: Any, settings: GradeSetting
                 if submission.assignment not in warmed:
                     warm_up(submission.assignment)
                     warmed.add(submission.assignment)
+                # A sandbox that a failed reset ended is replaced now, before the clock.
+                with contextlib.suppress(Exception):  # grade_submission reports a failure
+                    shared_zygote(settings.sandbox_settings())
                 results.put(("start", number, index, ""))
                 record = grade_safely(submission, settings, number)
                 if _stopping:

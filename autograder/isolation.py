@@ -23,7 +23,6 @@ import contextlib
 import os
 import secrets
 import select
-import signal
 import time
 from typing import Any
 
@@ -31,7 +30,7 @@ from attnkit.adapters import MalformedResult, MissingDefinition, validate_result
 from attnkit.notebook_code import Cell, CellOutcome
 from attnkit.wire import HEADER, WireError, decode, encode
 
-from .sandbox import SandboxDied, SandboxSettings, discard_zygote, shared_zygote
+from .sandbox import SandboxDied, SandboxSettings, WorkerEnd, discard_zygote, shared_zygote
 
 MAX_FRAME_BYTES = 32 * 1024**2
 MAX_SUBMISSION_BYTES = 128 * 1024**2
@@ -151,9 +150,12 @@ class IsolatedSubmission:
         self.notes_taken = False
         self.spawned = 0
         self.timed_out: set[str] = set()
+        self.endings: list[WorkerEnd] = []
+        """How each worker ended, as the zygote reported it at each reset."""
         self._allowance = [MAX_SUBMISSION_BYTES]
         self._channel: Channel | None = None
         self._zygote: Any = None
+        self._crashed = False
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -196,9 +198,19 @@ class IsolatedSubmission:
                 self.notes_taken = True
             return
 
+    def killed_from_outside(self) -> list[str]:
+        """Workers of this submission killed by something outside the sandbox (see
+        WorkerEnd.killed_from_outside), in words: the zygote's account, not the worker's."""
+        return [end.describe() for end in self.endings if end.killed_from_outside()]
+
     def _spawn(self) -> None:
         try:
+            # A sandbox that has to be (re)started here is the grader's cost: its start-up
+            # time is given back to the submission's budget.
+            started = time.monotonic()
             self._zygote = shared_zygote(self.settings)
+            if self._zygote.started_at >= started:
+                self.deadline += time.monotonic() - started
             requests, replies = self._zygote.spawn(self._limits())
         except SandboxDied as exc:
             discard_zygote()
@@ -214,6 +226,7 @@ class IsolatedSubmission:
             else "address space of the worker process",
             "tmp_bytes": self.settings.tmp_bytes,
             "worker_ready": isinstance(ready, dict) and "ready" in ready,
+            "killed_from_outside": self.killed_from_outside(),
         }
 
     def _run_cell(self, cell: Cell) -> str | None:
@@ -251,9 +264,13 @@ class IsolatedSubmission:
     def _exchange(self, request: dict[str, Any], timeout: float, doing: str) -> Any:
         assert self._channel is not None
         nonce = secrets.token_hex(16)
-        self._channel.send({**request, "nonce": nonce})
-        deadline = time.monotonic() + min(timeout, max(self._remaining(), 0.0))
-        reply = self._channel.receive(deadline, doing)
+        try:
+            self._channel.send({**request, "nonce": nonce})
+            deadline = time.monotonic() + min(timeout, max(self._remaining(), 0.0))
+            reply = self._channel.receive(deadline, doing)
+        except WorkerCrashed:
+            self._crashed = True
+            raise
         if not isinstance(reply, dict) or reply.get("nonce") != nonce:
             raise WorkerCrashed("the submission's process sent an answer to another request")
         return reply
@@ -264,10 +281,15 @@ class IsolatedSubmission:
             self._channel = None
         if self._zygote is not None:
             try:
-                self._zygote.reset()
+                # A worker whose pipes closed is dying: let it end by itself, so the zygote
+                # reports what killed it rather than killing it itself.
+                self.endings += self._zygote.reset(grace=0.5 if self._crashed else 0.0)
             except SandboxDied:
                 discard_zygote()
             self._zygote = None
+        self._crashed = False
+        if self.sandbox:
+            self.sandbox["killed_from_outside"] = self.killed_from_outside()
 
     def close(self) -> None:
         self._stop_worker()
@@ -364,11 +386,3 @@ def raised_in_submission(error: Any) -> Exception:
     if type_name == "MemoryError":
         return SubmissionError("MemoryError", "used more memory than the grader allows")
     return SubmissionError(type_name, message)
-
-
-def describe_exit(exitcode: int | None) -> str:
-    if exitcode is None:
-        return "stopped responding"
-    if exitcode < 0:
-        return f"was killed by {signal.Signals(-exitcode).name}"
-    return f"exited with status {exitcode}"

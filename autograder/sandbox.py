@@ -39,8 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from attnkit.errors import KitError
+from attnkit.worker import SCRATCH_MOUNTS
 
 HIDDEN_PACKAGES = ("attnkit_autograder", "attnkit_solutions")
+PUBLIC_PACKAGES = ("attnkit", "attnkit_data")
 KIT_ROOT = "/opt/attnkit"
 START_TIMEOUT = 120.0
 CONTROL_TIMEOUT = 15.0
@@ -155,19 +157,25 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
             args += ["--ro-bind", etc, etc]
     for root in _roots_to_bind(interpreter, search):
         args += ["--ro-bind", root, inside(root)]
-    # The references and hidden suites, where installed into site-packages, are covered.
+    # The references and hidden suites, where installed into site-packages, are covered
+    # (by an empty folder made read-only below, so it cannot carry files between workers).
+    read_only = ["/", "/dev", "/dev/pts", "/proc"]
     for site in _site_dirs():
         for name in os.listdir(site):
             if name.startswith(HIDDEN_PACKAGES) or name.startswith("__editable__"):
                 path = os.path.join(site, name)
-                mask = ["--tmpfs"] if os.path.isdir(path) else ["--ro-bind", "/dev/null"]
-                args += [*mask, inside(path)]
-    for package in ("attnkit", "attnkit_data"):
+                if os.path.isdir(path):
+                    args += ["--tmpfs", inside(path)]
+                    read_only.append(inside(path))
+                else:
+                    args += ["--ro-bind", "/dev/null", inside(path)]
+    for package in PUBLIC_PACKAGES:
         args += ["--ro-bind", _package_dir(package), f"{KIT_ROOT}/{package}"]
     args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
     args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--size", str(settings.tmp_bytes), "--tmpfs", "/tmp"]
-    args += ["--size", str(settings.tmp_bytes // 4), "--tmpfs", "/dev/shm"]
+    tmp, shm = SCRATCH_MOUNTS
+    args += ["--size", str(settings.tmp_bytes), "--tmpfs", tmp]
+    args += ["--size", str(settings.tmp_bytes // 4), "--tmpfs", shm]
     environment = {
         "PATH": "/usr/bin:/bin",
         "LANG": "C.UTF-8",
@@ -183,10 +191,13 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
         environment["ATTNKIT_VERDICT"] = "/data/the-verdict.txt"
     for key, value in environment.items():
         args += ["--setenv", key, value]
-    # bubblewrap's root is a writable tmpfs that no reset empties and no limit caps: make it
-    # read-only, so /tmp and /dev/shm (capped, emptied between submissions) are the only
-    # places a submission can write.
-    args += ["--remount-ro", "/"]
+    # bubblewrap's root, its /dev and the covering folders are writable tmpfs mounts that
+    # no reset empties and no limit caps (and /proc takes writes too): all read-only, so
+    # SCRATCH_MOUNTS (capped, emptied between submissions) are the only places a
+    # submission can write. Each remount covers one mount, not those below it; device
+    # nodes stay usable on a read-only mount. The zygote checks this when it starts.
+    for mount in read_only:
+        args += ["--remount-ro", mount]
     search = [inside(p) for p in search]
     code = _bootstrap(search, scratch, control_fd) if control_fd >= 0 else _probe(search)
     args += ["--chdir", "/tmp", inside(interpreter), "-I", "-S", "-c", code]
@@ -225,6 +236,50 @@ def _explain_failure(stderr: str) -> SandboxUnavailable:
     return SandboxUnavailable(f"the grading sandbox could not start: {text}", hint)
 
 
+@dataclass(frozen=True)
+class WorkerEnd:
+    """How one worker ended, as the zygote (the grader's side of the sandbox, which no
+    worker can signal, trace or limit) saw it when it reaped the worker."""
+
+    signal: int | None
+    exit: int | None
+    cpu_seconds: float
+    cpu_limit: int
+    by_sandbox: bool
+    """The reset killed it (the grader was done with it, or stopped it)."""
+
+    @classmethod
+    def parse(cls, data: dict[str, Any]) -> WorkerEnd:
+        def number(key: str) -> Any:
+            value = data.get(key)
+            return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+        return cls(
+            signal=number("signal"),
+            exit=number("exit"),
+            cpu_seconds=float(number("cpu_seconds") or 0.0),
+            cpu_limit=int(number("cpu_limit") or 0),
+            by_sandbox=data.get("by_sandbox") is True,
+        )
+
+    def killed_from_outside(self) -> bool:
+        """SIGKILL that came from neither the reset nor the worker's own CPU limit. A worker
+        cannot send SIGKILL, even to itself (seccomp), so it came from outside the
+        sandbox: the kernel's OOM killer, an administrator."""
+        return (
+            self.signal == signal.SIGKILL
+            and not self.by_sandbox
+            and self.cpu_seconds < self.cpu_limit
+        )
+
+    def describe(self) -> str:
+        if self.signal is not None:
+            with contextlib.suppress(ValueError):
+                return f"killed by {signal.Signals(self.signal).name}"
+            return f"killed by signal {self.signal}"
+        return f"exited with status {self.exit}"
+
+
 class Zygote:
     """The running sandbox of one grader: spawns workers, resets between submissions."""
 
@@ -232,16 +287,30 @@ class Zygote:
         self.settings = settings
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._scratch: str | None = None
+        self._public: str | None = None
         if settings.enabled and not settings.user:
             command = bwrap_command(settings, theirs.fileno())
         else:
             self._scratch = tempfile.mkdtemp(prefix="attnkit-scratch-")
             interpreter, search = python_paths()
             search[0] = os.path.dirname(_package_dir("attnkit"))
+            if settings.user:
+                # Only the public packages and site-packages' own, from a folder the
+                # user cannot change (the scratch folder is the user's own).
+                self._public = public_path(tempfile.mkdtemp(prefix="attnkit-path-"))
+                sites = set(_site_dirs())
+                search = [self._public, *(p for p in search[1:] if p not in sites)]
             bootstrap = _bootstrap(search, self._scratch, theirs.fileno())
             command = [interpreter, "-I", "-S", "-c", bootstrap]
             if settings.user:
-                command = [*_as_user(settings.user, self._scratch), *command]
+                check_sandbox_user(settings.user)
+                command = [*_setpriv(settings.user), *command]
+                import pwd
+
+                entry = pwd.getpwnam(settings.user)
+                os.chown(self._scratch, entry.pw_uid, entry.pw_gid)
+                os.chmod(self._scratch, 0o700)
+        self.started_at = time.monotonic()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the sandbox
         self.process = subprocess.Popen(
             command,
@@ -260,8 +329,16 @@ class Zygote:
             stderr = self._stderr.read().decode("utf-8", "replace")
             self.close()
             raise _explain_failure(stderr) from None
+        self.startup_seconds = time.monotonic() - self.started_at
         if not ready.get("ready"):
             self.close()
+            unreset = ready.get("unreset")
+            if isinstance(unreset, list):
+                raise SandboxUnavailable(
+                    "the grading sandbox has writable mounts that are not emptied between "
+                    f"submissions: {', '.join(map(str, unreset))[:300]}",
+                    "This is a fault of the kit's bubblewrap command line; please report it.",
+                )
             raise SandboxUnavailable("the grading sandbox did not start correctly")
 
     @property
@@ -307,15 +384,23 @@ class Zygote:
             raise SandboxDied("the sandbox could not start a worker")
         return request_write, reply_read
 
-    def reset(self) -> None:
-        """Kill every worker and empty /tmp; raises SandboxDied if the zygote does not confirm."""
+    def reset(self, grace: float = 0.0) -> list[WorkerEnd]:
+        """Kill every worker and empty /tmp; how each worker since the last reset ended.
+        ``grace``: seconds to let a dying worker end by itself first (its pipes closed).
+        Raises SandboxDied if the zygote does not confirm."""
         try:
-            self.control.sendmsg([b'{"op": "reset"}'])
+            self.control.sendmsg([json.dumps({"op": "reset", "grace": float(grace)}).encode()])
             answer = self._receive(CONTROL_TIMEOUT)
         except OSError as exc:
             raise SandboxDied(f"the sandbox is gone ({exc})") from None
         if answer.get("clean") is not True:
             raise SandboxDied("the sandbox did not confirm its reset")
+        ended = answer.get("ended")
+        return (
+            [WorkerEnd.parse(e) for e in ended if isinstance(e, dict)]
+            if isinstance(ended, list)
+            else []
+        )
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -331,8 +416,9 @@ class Zygote:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
         self._stderr.close()
-        if self._scratch:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+        for folder in (self._scratch, self._public):
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def level_of(settings: SandboxSettings) -> str:
@@ -342,7 +428,7 @@ def level_of(settings: SandboxSettings) -> str:
     return "bubblewrap" if settings.enabled else "none (--no-sandbox)"
 
 
-def _as_user(user: str, scratch: str) -> list[str]:
+def _setpriv(user: str) -> list[str]:
     """setpriv's prefix that runs a command as ``user`` with no privileges left."""
     import pwd
 
@@ -359,8 +445,6 @@ def _as_user(user: str, scratch: str) -> list[str]:
         )
     if shutil.which("setpriv") is None:
         raise SandboxUnavailable("--sandbox-user needs setpriv (util-linux), which is missing.")
-    os.chown(scratch, entry.pw_uid, entry.pw_gid)
-    os.chmod(scratch, 0o700)
     return [
         "setpriv",
         f"--reuid={entry.pw_uid}",
@@ -370,6 +454,86 @@ def _as_user(user: str, scratch: str) -> list[str]:
         "--inh-caps=-all",
         "--bounding-set=-all",
     ]
+
+
+# Shell conditions run as the sandbox user, one path at a time ($p).
+CAN_REACH = (
+    '{ [ -d "$p" ] && { [ -r "$p" ] || [ -x "$p" ]; }; } || { [ ! -d "$p" ] && [ -r "$p" ]; }'
+)
+CANNOT_USE = '! { [ -r "$p" ] && { [ ! -d "$p" ] || [ -x "$p" ]; }; }'
+
+
+def paths_where(user: str, condition: str, paths: list[str]) -> list[str]:
+    """Those of ``paths`` for which the shell ``condition`` holds when tested as ``user``
+    (with no supplementary groups, as the workers run): the kernel's own permission checks."""
+    if not paths:
+        return []
+    script = f'for p; do if {condition}; then printf "%s\\0" "$p"; fi; done'
+    found = subprocess.run(
+        [*_setpriv(user), "xargs", "-0", "-r", "sh", "-c", script, "sh"],
+        input=b"\0".join(os.fsencode(p) for p in paths),
+        capture_output=True,
+        cwd="/",
+        timeout=300,
+        check=False,
+    )
+    return [os.fsdecode(p) for p in found.stdout.split(b"\0") if p]
+
+
+def _tree(root: str) -> list[str]:
+    """A folder and everything below it (links are not followed), or a file."""
+    found = [root]
+    for folder, folders, files in os.walk(root):
+        found += [os.path.join(folder, name) for name in folders + files]
+    return found
+
+
+def check_sandbox_user(user: str, private: tuple[str | os.PathLike[str], ...] = ()) -> None:
+    """Refuse --sandbox-user, naming the path and what to do, unless ``user`` can run the
+    grader's Python and can read none of the kit's references and hidden tests, nor any of
+    ``private`` (the submissions folder, OUT): with no namespaces, file permissions are
+    what keeps them from a submission."""
+    interpreter, search = python_paths()
+    needed = [interpreter, *search[1:], *(_package_dir(p) for p in PUBLIC_PACKAGES)]
+    for path in paths_where(user, CANNOT_USE, needed)[:1]:
+        raise SandboxUnavailable(
+            f"--sandbox-user {user}: that user cannot read {path}, which the grader's Python "
+            "needs to run submissions.",
+            f"Install the kit into a Python that {user} can read (for instance a virtual "
+            "environment made with /usr/bin/python3 outside /root), or make that path "
+            f"readable for {user}.",
+        )
+    hidden = [_package_dir(name) for name in HIDDEN_PACKAGES]
+    for root in [*hidden, *map(os.fspath, private)]:
+        readable = readable_below(user, root)
+        if readable:
+            what = "the kit's references and hidden tests" if root in hidden else "not public"
+            raise SandboxUnavailable(
+                f"--sandbox-user {user}: that user can read {readable[0]} ({what}).",
+                f"Make it unreadable for other users, e.g. `chmod -R o-rwx {root}`, and keep "
+                f"{user} out of its owner and group.",
+            )
+
+
+def readable_below(user: str, root: str) -> list[str]:
+    """What ``user`` can read or list of ``root`` and everything below it."""
+    return paths_where(user, CAN_REACH, _tree(root))
+
+
+def public_path(folder: str) -> str:
+    """``folder``, filled with links to what a worker may import under --sandbox-user: the
+    public packages and everything in site-packages but the hidden packages, editable
+    finders and .pth files (which could map the hidden packages back in)."""
+    os.chmod(folder, 0o755)
+    entries = {name: _package_dir(name) for name in PUBLIC_PACKAGES}
+    for site in _site_dirs():
+        for name in os.listdir(site):
+            hidden = name.startswith((*HIDDEN_PACKAGES, "__editable__", "_attnkit"))
+            if not hidden and not name.endswith(".pth") and name not in entries:
+                entries[name] = os.path.join(site, name)
+    for name, target in entries.items():
+        os.symlink(target, os.path.join(folder, name))
+    return folder
 
 
 def _fds(*fds: int) -> bytes:
@@ -401,6 +565,12 @@ def shared_zygote(settings: SandboxSettings) -> Zygote:
     if _current is None:
         _current = Zygote(settings)
     return _current
+
+
+def ensure_sandbox(settings: SandboxSettings) -> None:
+    """Have a live sandbox ready, replacing one that a failed reset ended: called between
+    submissions, so that its start-up is charged to no student's budget."""
+    shared_zygote(settings)
 
 
 def discard_zygote() -> None:

@@ -103,7 +103,8 @@ def test_pid_1_cannot_be_killed_and_nothing_is_left_for_the_next_submission() ->
     first = submission(
         "import os, signal\n"
         "for sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):\n"
-        "    os.kill(1, sig)\n"
+        "    try:\n        os.kill(1, sig)\n"
+        "    except PermissionError:\n        pass  # refused by seccomp\n"
         "open('/tmp/left-behind', 'w').write('secret')\n"
         "open('/dev/shm/left-behind', 'w').write('secret')\n"
         "def probe():\n    return 1",

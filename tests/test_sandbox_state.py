@@ -1,0 +1,416 @@
+"""What one submission leaves behind in the sandbox, and how its workers end.
+
+Nothing a worker changes outlives it (files, mounts, limits, scheduling, environment); a
+sandbox that a failed reset ended is replaced on the grader's time, not a student's; a
+worker killed from outside the sandbox is told apart from one that the submission ended,
+from the zygote's report. The probes run in a real bubblewrap sandbox through the
+grader's own IsolatedSubmission, and report by their return value or by the message of
+what they raise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from attnkit.notebook_code import Cell
+from attnkit_autograder import sandbox
+from attnkit_autograder.isolation import IsolatedSubmission, SubmissionError, WorkerCrashed
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def submission(*sources: str, **kwargs) -> IsolatedSubmission:
+    cells = [Cell(i + 1, s) for i, s in enumerate(sources)]
+    options = {"call_timeout": 20.0, "cell_timeout": 20.0, "budget": 90.0} | kwargs
+    return IsolatedSubmission(cells, **options)
+
+
+def answer(impl: IsolatedSubmission, name: str = "probe") -> object:
+    out = impl.run("call_function", name=name, args=[])["out"]
+    return out["array"].tolist() if "array" in out else out
+
+
+def graded(*sources: str, **kwargs) -> object:
+    impl = submission(*sources, **kwargs)
+    try:
+        return answer(impl)
+    finally:
+        impl.close()
+
+
+@pytest.fixture(autouse=True)
+def fresh_sandbox():
+    sandbox.discard_zygote()
+    yield
+    sandbox.discard_zygote()
+
+
+# -- every writable mount is emptied and size-capped by the reset --------------------------------
+
+# Written independently of attnkit.worker: it parses the mount table itself.
+LIST_WRITABLE = r"""
+import os, stat
+def probe():
+    found = []
+    for line in open("/proc/self/mountinfo"):
+        fields = line.split()
+        point = fields[4].replace("\\040", " ")
+        if "ro" in fields[5].split(","):
+            continue
+        try:
+            if stat.S_ISCHR(os.stat(point).st_mode):
+                continue  # a device node bound from the host stores nothing
+        except OSError:
+            pass
+        options = fields[fields.index("-") + 3]
+        capped = any(o.startswith("size=") for o in options.split(","))
+        found.append(point + ("" if capped else " (no size cap)"))
+    raise RuntimeError("WRITABLE " + " ".join(sorted(found)))
+"""
+
+
+def test_the_only_writable_mounts_are_the_capped_ones_the_reset_empties() -> None:
+    with pytest.raises(SubmissionError) as raised:
+        graded(LIST_WRITABLE)
+    writable = raised.value.message.removeprefix("WRITABLE ").split()
+    assert writable == ["/dev/shm", "/tmp"], raised.value.message
+
+
+def test_a_file_planted_anywhere_writable_is_gone_for_the_next_submission() -> None:
+    plant = (
+        "import os\n"
+        "PLANTED = []\n"
+        "for line in open('/proc/self/mountinfo'):\n"
+        "    point = line.split()[4]\n"
+        "    for folder, _, _ in os.walk(point):\n"
+        "        try:\n"
+        "            open(os.path.join(folder, 'attnkit-planted'), 'w').write('x')\n"
+        "            PLANTED.append(folder)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "def probe():\n    return len(PLANTED)"
+    )
+    look = (
+        "import os\n"
+        "def probe():\n"
+        "    found = []\n"
+        "    for line in open('/proc/self/mountinfo'):\n"
+        "        for folder, _, files in os.walk(line.split()[4]):\n"
+        "            found += [folder for name in files if name == 'attnkit-planted']\n"
+        "    if found:\n"
+        "        raise RuntimeError('LEFT ' + ' '.join(sorted(set(found))))\n"
+        "    return 0"
+    )
+    assert graded(plant) >= 2  # /tmp and /dev/shm at least
+    assert graded(look) == 0
+
+
+# -- every submission starts from the same state ------------------------------------------------
+
+STATE = r"""
+import hashlib, os, resource
+def _state():
+    status = dict(
+        line.split(":", 1) for line in open("/proc/self/status") if ":" in line
+    )
+    limits = {
+        name: resource.getrlimit(getattr(resource, name))
+        for name in dir(resource) if name.startswith("RLIMIT_")
+    }
+    mounts = [" ".join(l.split()[3:]) for l in open("/proc/self/mountinfo")]
+    files = sorted(
+        os.path.join(folder, name)
+        for top in ("/tmp", "/dev/shm", "/dev")
+        for folder, _, names in os.walk(top)
+        for name in names
+        if not folder.startswith(os.getcwd())
+    )
+    environment = {k: v for k, v in os.environ.items() if k != "TMPDIR"}
+    return {
+        "limits": limits,
+        "priority": os.getpriority(os.PRIO_PROCESS, 0),
+        "affinity": sorted(os.sched_getaffinity(0)),
+        "scheduler": os.sched_getscheduler(0),
+        "status": [status[k].strip() for k in ("Umask", "Cpus_allowed_list", "NoNewPrivs",
+                                               "Seccomp", "CapEff", "SigIgn", "SigBlk")],
+        "mounts": mounts,
+        "files": files,
+        "environment": sorted(environment.items()),
+    }
+STATE = _state()
+def probe():
+    import numpy as np
+    return np.array([int(hashlib.sha256(repr(STATE[k]).encode()).hexdigest()[:12], 16)
+                     for k in sorted(STATE)])
+"""
+STATE_PARTS = sorted(
+    ("limits", "priority", "affinity", "scheduler", "status", "mounts", "files", "environment")
+)
+
+# Everything a worker might try to change for the workers after it: the zygote's limits,
+# priority and CPUs, its own (inherited by nothing), the environment, files, mounts.
+MEDDLE = r"""
+import ctypes, os, resource
+libc = ctypes.CDLL(None, use_errno=True)
+CHANGED = []
+for pid in (1, os.getppid(), 0):
+    for name in dir(resource):
+        if name.startswith("RLIMIT_"):
+            try:
+                resource.prlimit(pid, getattr(resource, name), (1, 1))
+                CHANGED.append(f"{name} of {pid}")
+            except (OSError, ValueError):
+                pass
+    for attempt in (
+        lambda: os.sched_setaffinity(pid, {0}),
+        lambda: os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0)),
+        lambda: os.setpriority(os.PRIO_PROCESS, pid, 19),
+        lambda: os.setpriority(os.PRIO_USER, 0, 19),
+    ):
+        try:
+            attempt()
+            CHANGED.append(f"scheduling of {pid}")
+        except OSError:
+            pass
+    if libc.syscall(251, 1, pid, 7 | (3 << 13)) == 0:  # ioprio_set: idle class
+        CHANGED.append(f"io priority of {pid}")
+os.environ["PYTHONPATH"] = "/tmp"
+os.umask(0o777)
+for folder in ("/tmp", "/dev/shm", "/dev", "/"):
+    try:
+        open(os.path.join(folder, "attnkit-left"), "w").write("x")
+    except OSError:
+        pass
+def probe():
+    return len(CHANGED)
+"""
+
+
+def test_every_submission_starts_from_the_same_state() -> None:
+    before = graded(STATE)
+    # The meddling worker may change its own limits, so it only reports back; what counts
+    # is what the next worker of the same sandbox finds.
+    impl = submission(MEDDLE)
+    try:
+        answer(impl)
+        zygote_before = sandbox._current
+    finally:
+        impl.close()
+    after = graded(STATE)
+    assert sandbox._current is zygote_before, "the sandbox was replaced in between"
+    changed = [part for part, a, b in zip(STATE_PARTS, before, after, strict=True) if a != b]
+    assert changed == []
+
+
+# -- a sandbox that a failed reset ended is replaced on the grader's time -----------------------
+
+# Nested deeper than the reset can remove: the zygote ends, and the grader must start anew.
+TOO_DEEP = (
+    "import os\n"
+    "os.chdir('/tmp')\n"
+    "for _ in range(4000):\n"
+    "    os.mkdir('d')\n"
+    "    os.chdir('d')\n"
+    "def probe():\n    return 1"
+)
+
+
+def test_a_replacement_sandbox_starts_outside_the_next_submissions_budget() -> None:
+    first = submission(TOO_DEEP)
+    try:
+        assert answer(first) == 1
+        ended = sandbox._current
+    finally:
+        first.close()
+    assert sandbox._current is None and ended is not None and not ended.alive()
+    budget = 1.5
+    second = submission("def probe():\n    return 7", budget=budget)
+    try:
+        assert answer(second) == 7
+        started = sandbox._current
+    finally:
+        second.close()
+    assert started is not None and started.startup_seconds > budget, (
+        "the sandbox started faster than the budget: this test cannot tell"
+    )
+
+
+# -- how a worker ended: the zygote's report ----------------------------------------------------
+
+
+def worker_pids() -> list[int]:
+    """The host pids of the sandbox's workers: bubblewrap's child is the zygote, whose
+    children are the workers."""
+    zygote = sandbox._current
+    if zygote is None or not zygote.alive():
+        return []
+
+    def children(pid: int) -> list[int]:
+        found = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                found += map(int, Path(f"/proc/{pid}/task/{task}/children").read_text().split())
+        return found
+
+    try:
+        return [w for z in children(zygote.process.pid) for w in children(z)]
+    except OSError:
+        return []
+
+
+def kill_first_worker(stop: threading.Event, killed: list[int], after: float = 0.5) -> None:
+    """SIGKILL the first worker seen, from outside the sandbox, ``after`` seconds later."""
+    while not stop.is_set():
+        pids = worker_pids()
+        if pids:
+            time.sleep(after)
+            os.kill(pids[0], signal.SIGKILL)
+            killed.append(pids[0])
+            return
+        time.sleep(0.05)
+
+
+SLOW = "import time\ndef probe():\n    time.sleep(5)\n    return 1"
+
+
+def test_a_worker_killed_from_outside_is_reported_as_such() -> None:
+    impl = submission(SLOW)
+    impl.prepare()
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=kill_first_worker, args=(stop, killed))
+    killer.start()
+    try:
+        with pytest.raises(WorkerCrashed):
+            answer(impl)
+    finally:
+        stop.set()
+        killer.join()
+        impl.close()
+    assert killed
+    assert impl.killed_from_outside() == ["killed by SIGKILL"]
+
+
+def test_workers_the_grader_ended_or_that_ended_themselves_are_not_blamed_on_the_outside() -> None:
+    timed_out = submission(SLOW, call_timeout=1.0)
+    try:
+        with pytest.raises(Exception, match="time"):
+            answer(timed_out)
+    finally:
+        timed_out.close()
+    assert [e.by_sandbox for e in timed_out.endings] == [True]
+    assert timed_out.killed_from_outside() == []
+    # A worker cannot SIGKILL itself (that would pass for an outside kill): it is refused,
+    # and a worker that exits by itself is reported with its status.
+    exits = submission(
+        "import os, signal\n"
+        "def probe():\n"
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    except PermissionError:\n"
+        "        os._exit(3)\n"
+    )
+    try:
+        with pytest.raises(WorkerCrashed):
+            answer(exits)
+    finally:
+        exits.close()
+    assert [(e.exit, e.signal) for e in exits.endings] == [(3, None)]
+    assert exits.killed_from_outside() == []
+
+
+def test_a_submission_whose_worker_is_killed_from_outside_is_regraded(tmp_path: Path) -> None:
+    from attnkit_autograder.corpus import released_notebook, write_notebook
+    from attnkit_autograder.discovery import Submission
+    from attnkit_autograder.engine import GradeSettings, grade_safely
+    from attnkit_autograder.hostile import SLUG, hostile_notebook
+
+    released = released_notebook(SLUG, ROOT / "assignments")
+    path = write_notebook(hostile_notebook(released, "correct"), tmp_path / "ann.ipynb")
+    settings = GradeSettings(call_timeout=10.0, cell_timeout=10.0, budget=90.0)
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=kill_first_worker, args=(stop, killed, 1.0))
+    killer.start()
+    try:
+        record = grade_safely(Submission("ann", SLUG, path), settings, 0)
+    finally:
+        stop.set()
+        killer.join()
+    assert killed, "no worker was seen to kill"
+    assert record["status"] == "graded" and record["score"] == 14.0, record.get("tests")
+    assert "killed by SIGKILL from outside the sandbox" in record["run"]["regraded"]
+
+
+# -- --sandbox-user ----------------------------------------------------------------------------
+
+
+def a_user() -> str:
+    if os.geteuid() != 0:
+        pytest.skip("--sandbox-user needs root")
+    for name in ("attnkit-ci", "nobody"):
+        try:
+            import pwd
+
+            pwd.getpwnam(name)
+            return name
+        except KeyError:
+            continue
+    pytest.skip("no unprivileged user on this machine")
+
+
+def test_sandbox_user_refuses_what_that_user_can_read() -> None:
+    user = a_user()
+    top = Path(tempfile.mkdtemp(dir="/tmp"))  # pytest's tmp_path is private to root
+    try:
+        private, shared = top / "private", top / "shared"
+        private.mkdir(mode=0o700)
+        (private / "grades.json").write_text("{}")
+        shared.mkdir(mode=0o755)
+        (shared / "alice.ipynb").write_text("{}")
+        os.chmod(top, 0o755)
+        os.chmod(shared / "alice.ipynb", 0o644)
+        assert sandbox.readable_below(user, str(private)) == []
+        readable = sandbox.readable_below(user, str(shared))
+        assert readable == [str(shared), str(shared / "alice.ipynb")]
+        with pytest.raises(sandbox.SandboxUnavailable) as refused:
+            sandbox.check_sandbox_user(user, (str(private), str(shared)))
+        # Whichever comes first names its path: a Python the user cannot run, the
+        # references (world-readable in a checkout), or the shared folder.
+        assert str(refused.value).startswith(f"--sandbox-user {user}: that user can")
+        assert " /" in str(refused.value)
+    finally:
+        shutil.rmtree(top)
+
+
+def test_sandbox_user_names_a_python_that_user_cannot_read() -> None:
+    user = a_user()
+    interpreter = sandbox.python_paths()[0]
+    if sandbox.paths_where(user, sandbox.CANNOT_USE, [interpreter]) == []:
+        pytest.skip("this Python is readable by every user")
+    with pytest.raises(sandbox.SandboxUnavailable) as refused:
+        sandbox.check_sandbox_user(user)
+    assert f"cannot read {interpreter}" in str(refused.value)
+
+
+def test_the_grade_command_refuses_sandbox_user_with_parallel_graders(tmp_path: Path) -> None:
+    user = a_user()
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "ann_02_self_attention.ipynb").write_text(json.dumps({"cells": []}))
+    command = [sys.executable, "-m", "attnkit.cli", "grade", str(tmp_path / "subs")]
+    command += ["--out", str(tmp_path / "out"), "--sandbox-user", user, "--jobs", "2"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "--jobs 1" in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
