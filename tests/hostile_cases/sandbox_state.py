@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import textwrap
 
-from attnkit_autograder.hostile import GUARDED_V2, V2_CELL, Case, Targets, _preamble
+from .classic import GUARDED_V2, KEEPS_ALL, V2_CELL, Case, Targets, _preamble
 
 ATTEMPTS = {
     "plants_files_in_every_writable_mount": """
@@ -115,7 +115,7 @@ def _attempt(name: str, targets: Targets) -> Case:
     body = textwrap.indent(textwrap.dedent(ATTEMPTS[name]), "    ")
     helper = _preamble(targets) + TMPFS_FOLDERS + "def attempt():\n" + body
     bodies: dict[str, str | None] = {"SelfAttention_v2": GUARDED_V2}
-    return Case(name, "escape", 14, V2_CELL, "passed", "", bodies, helper, first=True)
+    return Case(name, "escape", KEEPS_ALL, V2_CELL, "passed", "", bodies, helper, first=True)
 
 
 def cases(targets: Targets) -> list[Case]:
