@@ -220,6 +220,7 @@ class IsolatedSubmission:
         ready = self._channel.receive(time.monotonic() + 30, "starting")
         self.sandbox = {
             "level": self._zygote.level,
+            "bwrap": self._zygote.bwrap,
             "seccomp": self.settings.enabled or bool(self.settings.user),
             "memory_limit": "address space of the single worker process (fork is refused)"
             if self.settings.enabled or self.settings.user

