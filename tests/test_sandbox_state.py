@@ -332,19 +332,19 @@ def test_workers_the_grader_ended_or_that_ended_themselves_are_not_blamed_on_the
 
 
 def test_a_submission_whose_worker_is_killed_from_outside_is_regraded(tmp_path: Path) -> None:
-    from attnkit_autograder.corpus import released_notebook, write_notebook
+    from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
     from attnkit_autograder.discovery import Submission
     from attnkit_autograder.engine import GradeSettings, grade_safely
-    from attnkit_autograder.hostile import SLUG, hostile_notebook
 
-    released = released_notebook(SLUG, ROOT / "assignments")
-    path = write_notebook(hostile_notebook(released, "correct"), tmp_path / "ann.ipynb")
+    slug = "02_self_attention"
+    released = released_notebook(slug, ROOT / "assignments")
+    path = write_notebook(fill_notebook(released, slug), tmp_path / "ann.ipynb")
     settings = GradeSettings(call_timeout=10.0, cell_timeout=10.0, budget=90.0)
     stop, killed = threading.Event(), []
     killer = threading.Thread(target=kill_first_worker, args=(stop, killed, 1.0))
     killer.start()
     try:
-        record = grade_safely(Submission("ann", SLUG, path), settings, 0)
+        record = grade_safely(Submission("ann", slug, path), settings, 0)
     finally:
         stop.set()
         killer.join()
