@@ -518,7 +518,7 @@ def check_sandbox_user(user: str, private: tuple[str | os.PathLike[str], ...] = 
             f"readable for {user}.",
         )
     hidden = [_package_dir(name) for name in HIDDEN_PACKAGES]
-    for root in [*hidden, *map(os.fspath, private)]:
+    for root in [*hidden, *(os.path.abspath(path) for path in private)]:
         readable = readable_below(user, root)
         if readable:
             what = "the kit's references and hidden tests" if root in hidden else "not public"
@@ -531,7 +531,7 @@ def check_sandbox_user(user: str, private: tuple[str | os.PathLike[str], ...] = 
 
 def readable_below(user: str, root: str) -> list[str]:
     """What ``user`` can read or list of ``root`` and everything below it."""
-    return paths_where(user, CAN_REACH, _tree(root))
+    return paths_where(user, CAN_REACH, _tree(os.path.abspath(root)))
 
 
 def public_path(folder: str) -> str:

@@ -414,3 +414,33 @@ def test_the_grade_command_refuses_sandbox_user_with_parallel_graders(tmp_path: 
     assert done.returncode != 0
     assert "--jobs 1" in done.stderr, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
+
+
+def test_sandbox_user_workers_see_only_the_public_packages_and_signal_no_one() -> None:
+    user = a_user()
+    try:
+        sandbox.check_sandbox_user(user)
+    except sandbox.SandboxUnavailable as refused:
+        pytest.skip(f"this installation cannot run --sandbox-user: {refused}")
+    probe = (
+        "import importlib, os, sys\n"
+        "REACHED = []\n"
+        "for name in ('attnkit_solutions', 'attnkit_autograder', 'autograder', 'solutions'):\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "        REACHED.append(name)\n"
+        "    except ImportError:\n"
+        "        pass\n"
+        "REACHED += [p for p in sys.path for n in os.listdir(p) if n.startswith('__editable__')]\n"
+        "for pid in {1, os.getppid()} - {os.getpid()}:\n"
+        "    try:\n"
+        "        os.kill(pid, 0)\n"
+        "        REACHED.append(f'signal {pid}')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "def probe():\n"
+        "    if REACHED:\n"
+        "        raise RuntimeError(' '.join(REACHED))\n"
+        "    return 0"
+    )
+    assert graded(probe, sandbox=sandbox.SandboxSettings(user=user)) == 0
