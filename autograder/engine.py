@@ -415,8 +415,9 @@ def grade_submission(
         lap("sandbox reset")
     internal = [v for v in verdicts if v.status == INTERNAL]
     if internal:
-        # A bug in the kit, not the student's doing: refuse to score rather than give a 0.
-        return error_record(submission, internal[0].message)
+        # The same test fails for the reference (see harness.attribute_fault): a bug in the
+        # kit, not the student's doing. Refuse to score rather than give a 0; a rerun retries.
+        return error_record(submission, internal[0].message, fault="grader")
     tests = score_cells(slug, verdicts)
     explain_failures(slug, tests, recorder.calls)
     lap("diagnosis")
@@ -523,11 +524,10 @@ def warm_up(slug: str | None) -> None:
     effort: if it fails, the first submission simply pays for it."""
     if slug not in ASSIGNMENTS:
         return
-    from .harness import reference_implementation
+    from .harness import reference_failures, reference_implementation
 
-    reference = reference_implementation(slug)
     with contextlib.suppress(Exception):
-        run_suite(reference, slug, reference)
+        reference_failures(slug, reference_implementation(slug))
 
 
 def deliver(record: dict[str, Any], target: Path) -> tuple[str, str]:

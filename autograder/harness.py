@@ -33,6 +33,7 @@ from attnkit.selfcheck.runner import describe_error
 from attnkit.wire import encode
 
 from .isolation import SubmissionError, WorkerCrashed, WorkerTimeout
+from .rubric import graded_cells
 
 SUITES = Path(__file__).resolve().parent / "suites"
 
@@ -164,7 +165,45 @@ def run_suite(
         code = pytest.main(args, plugins=[plugin])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not plugin.verdicts:
         raise RuntimeError(f"the hidden suite for {slug} did not run (pytest exit code {code})")
-    return plugin.verdicts
+    if impl is reference or not isolated:
+        return plugin.verdicts
+    return [attribute_fault(v, slug, reference) for v in plugin.verdicts]
+
+
+CANNOT_READ = (
+    "what {exercise} returned could not be checked ({error}): it is not what the docstring "
+    "says it returns. Check the type, shape and nesting of its result"
+)
+
+
+def attribute_fault(verdict: Outcome, slug: str, reference: Implementation) -> Outcome:
+    """Who is at fault for a hidden test that raised in the grader (INTERNAL).
+
+    The grader's own code raised while judging values the submission returned: a list where
+    a tensor belongs, a tuple of the wrong length. If the same test passes for the
+    reference, the submission's values caused it, so it is that test's failure, with a
+    message for the student. Only a test that fails for the reference too is the grader's.
+    """
+    if verdict.status != INTERNAL or verdict.check in reference_failures(slug, reference):
+        return verdict
+    exercise = next(
+        (c.exercise for c in graded_cells(slug) if c.grade_id == verdict.grade_id), "it"
+    )
+    error = verdict.message.removeprefix("the grader failed: ")
+    message = CANNOT_READ.format(exercise=exercise, error=error[:120])
+    return Outcome("", verdict.check, FAILED, message, None, grade_id=verdict.grade_id)
+
+
+_reference_failures: dict[str, frozenset[str]] = {}
+
+
+def reference_failures(slug: str, reference: Implementation) -> frozenset[str]:
+    """The hidden tests of ``slug`` that the reference itself does not pass (none, unless
+    the kit is broken): computed once per grader process, when first needed."""
+    if slug not in _reference_failures:
+        verdicts = run_suite(reference, slug, reference)
+        _reference_failures[slug] = frozenset(v.check for v in verdicts if v.status != PASSED)
+    return _reference_failures[slug]
 
 
 class CachedImplementation:
