@@ -25,6 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .notebook_code import parse_python
+
 SOFTMAX_KERNELS = frozenset(
     {"aten._softmax", "aten.softmax", "aten._log_softmax", "aten.log_softmax",
      "aten._safe_softmax", "aten.special_softmax", "aten.special_log_softmax"}
@@ -169,10 +171,7 @@ def _parse(source: str) -> ast.AST | None:
         source = TransformerManager().transform_cell(source)
     except Exception:
         pass
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    return parse_python(source)
 
 
 def scan_source(source: str, forbidden: Iterable[str]) -> list[tuple[int, str]]:

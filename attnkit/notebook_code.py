@@ -132,10 +132,14 @@ def read_cells(path: Path, raw: bytes | None = None) -> list[Cell]:
         )
     try:
         notebook = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        reason = f"{exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
+    except (ValueError, RecursionError, MemoryError) as exc:
+        # ValueError: JSONDecodeError, and numbers longer than Python will convert.
+        if isinstance(exc, json.JSONDecodeError):
+            reason = f"{exc.msg} at line {exc.lineno}"
+        else:
+            reason = "too deeply nested" if isinstance(exc, RecursionError) else "a value too large"
         raise NotebookError(
-            f"{path}: is not valid notebook JSON ({reason or 'too deeply nested'}).",
+            f"{path}: is not valid notebook JSON ({reason}).",
             "The file was damaged, perhaps edited outside Jupyter. Re-download or re-save it.",
         ) from None
     if not isinstance(notebook, dict):
@@ -172,15 +176,29 @@ def read_cells(path: Path, raw: bytes | None = None) -> list[Cell]:
     return found
 
 
+UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
+"""What Python's parser raises on text it cannot take: a syntax error, a NUL byte
+(ValueError on some 3.11 releases), nesting deeper than its stack (RecursionError, or
+MemoryError for thousands of unary minus signs), literals too large."""
+
+
+def parse_python(source: str) -> ast.Module | None:
+    """The syntax tree of student text, or None when Python cannot parse it. Total: the
+    one place the kit parses a student's code, so no text can make the grader raise."""
+    try:
+        return ast.parse(source)
+    except UNPARSABLE:
+        return None
+
+
 def is_check_cell(source: str) -> bool:
     """True for a cell that only calls the kit's self-check, or holds nothing but comments.
 
     Such a cell binds no name and changes no state an exercise could read, so skipping it
     cannot change what any later cell computes.
     """
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = parse_python(source)
+    if tree is None:
         return False
     for node in tree.body:
         call = node.value if isinstance(node, ast.Expr) else None

@@ -67,16 +67,37 @@ def encode(value: Any) -> bytes:
     return HEADER.pack(len(document)) + document + b"".join(buffers)
 
 
+MAX_DIMENSIONS = 32
+MAX_ELEMENTS = MAX_MESSAGE_BYTES
+"""No array in a message can hold more elements than a message has bytes."""
+
+
 def decode(message: bytes) -> Any:
+    """The value a message holds. Total: any bytes at all either decode or raise
+    :class:`WireError`, never another exception (the bytes come from student code)."""
+    try:
+        return _decode(message)
+    except WireError:
+        raise
+    except (ValueError, TypeError, KeyError, OverflowError, RecursionError, MemoryError) as exc:
+        raise WireError(f"message is malformed ({type(exc).__name__})") from None
+
+
+def _decode(message: bytes) -> Any:
+    if not isinstance(message, bytes | bytearray | memoryview):
+        raise WireError("message is not bytes")
     if len(message) < HEADER.size or len(message) > MAX_MESSAGE_BYTES:
         raise WireError(f"message of {len(message)} bytes is outside the allowed size")
     (json_length,) = HEADER.unpack_from(message)
     if json_length > MAX_JSON_BYTES or HEADER.size + json_length > len(message):
         raise WireError("message header is inconsistent")
     try:
-        document = json.loads(message[HEADER.size : HEADER.size + json_length].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise WireError(f"message JSON is malformed: {exc}") from None
+        document = json.loads(
+            bytes(message[HEADER.size : HEADER.size + json_length]).decode("utf-8")
+        )
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        # ValueError covers JSONDecodeError and integers longer than Python will parse.
+        raise WireError(f"message JSON is malformed: {type(exc).__name__}") from None
     data = memoryview(message)[HEADER.size + json_length :]
 
     def walk(item: Any, depth: int = 0) -> Any:
@@ -90,21 +111,29 @@ def decode(message: bytes) -> Any:
             return [walk(v, depth + 1) for v in item]
         return item
 
+    def whole(value: Any) -> int:
+        """A JSON integer, never a bool, a float or anything else."""
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise WireError("array reference is malformed")
+        return value
+
     def array(ref: dict[str, Any]) -> np.ndarray:
-        try:
-            (start, nbytes), dtype_str, shape = ref["__nd__"], ref["dtype"], ref["shape"]
-            shape = tuple(int(s) for s in shape)
-        except (KeyError, TypeError, ValueError):
-            raise WireError("array reference is malformed") from None
-        if dtype_str not in ALLOWED_DTYPES:
-            raise WireError(f"dtype {dtype_str!r} is not allowed")
+        bounds, dtype_str, raw_shape = ref.get("__nd__"), ref.get("dtype"), ref.get("shape")
+        if not (isinstance(bounds, list) and len(bounds) == 2 and isinstance(raw_shape, list)):
+            raise WireError("array reference is malformed")
+        start, nbytes = whole(bounds[0]), whole(bounds[1])
+        shape = tuple(whole(s) for s in raw_shape)
+        if not isinstance(dtype_str, str) or dtype_str not in ALLOWED_DTYPES:
+            raise WireError(f"dtype {str(dtype_str)[:20]!r} is not allowed")
         dtype = np.dtype(dtype_str)
-        if any(s < 0 for s in shape) or len(shape) > 32:
+        if any(s < 0 for s in shape) or len(shape) > MAX_DIMENSIONS:
             raise WireError("array shape is invalid")
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        if not (isinstance(start, int) and isinstance(nbytes, int)) or start < 0:
-            raise WireError("array offsets are invalid")
-        if nbytes != count * dtype.itemsize or start + nbytes > len(data):
+        count = 1
+        for size in shape:  # Python integers: no silent overflow, unlike np.prod
+            count *= size
+            if count > MAX_ELEMENTS:
+                raise WireError("array shape is invalid")
+        if start < 0 or nbytes != count * dtype.itemsize or start + nbytes > len(data):
             raise WireError("array bytes do not match its shape")
         return np.frombuffer(data[start : start + nbytes], dtype=dtype).reshape(shape).copy()
 
