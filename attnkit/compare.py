@@ -36,7 +36,7 @@ KIND_NAMES = {
     "tensor": "a torch.Tensor",
     "ndarray": "a NumPy array",
     "number": "a number",
-    "sequence": "a tuple",
+    "sequence": "a list or tuple",
     "none": "None",
 }
 

@@ -247,7 +247,7 @@ def static_notes(slug: str, cells: list[Cell]) -> list[str]:
             )
     for finding in tampering((c.index, c.source) for c in cells):
         notes.append(f"{finding.note()} (for the instructor: this code reaches into the grader)")
-    return notes[:50]
+    return notes
 
 
 def score_cells(slug: str, verdicts: list[Outcome]) -> list[dict[str, Any]]:
@@ -443,10 +443,36 @@ def grade_submission(
     }
 
 
+MAX_NOTES = 40
+MAX_NOTE_CHARS = 400
+MAX_NOTES_CHARS = 8_000
+"""A submission decides how many notes it causes (a cell that raises in a loop, a
+thousand forbidden names): a record keeps this many, this long, and says how many more."""
+
+
+def capped_notes(notes: list[str]) -> list[str]:
+    """At most MAX_NOTES notes of at most MAX_NOTE_CHARS each, MAX_NOTES_CHARS in all; the
+    last line says how many were left out."""
+    kept: list[str] = []
+    size = 0
+    for note in notes:
+        text = str(note)
+        if len(text) > MAX_NOTE_CHARS:
+            text = text[: MAX_NOTE_CHARS - 1] + "…"
+        if len(kept) == MAX_NOTES or size + len(text) > MAX_NOTES_CHARS:
+            break
+        kept.append(text)
+        size += len(text)
+    if len(kept) < len(notes):
+        kept.append(f"{len(notes) - len(kept)} more notes")
+    return kept
+
+
 def identified(record: dict[str, Any], submission: Submission) -> dict[str, Any]:
-    """The record, with how the student was identified and what discovery noticed."""
+    """The record, with how the student was identified and what discovery noticed; its
+    notes capped (see :func:`capped_notes`)."""
     record["id_rule"] = submission.id_rule
-    record["notes"] = [*submission.notes, *record.get("notes", [])]
+    record["notes"] = capped_notes([*submission.notes, *record.get("notes", [])])
     return record
 
 
