@@ -294,6 +294,8 @@ def validate_result(adapter: str, result: Any) -> dict[str, Any]:
     used = result.get("forbidden_used", [])
     if not isinstance(used, list) or not all(isinstance(u, str) for u in used):
         raise MalformedResult("forbidden_used is not a list of names")
+    if not isinstance(result.get("forbidden_unverified", ""), str):
+        raise MalformedResult("forbidden_unverified is not a reason")
     if adapter == "call_function":
         _check_description(result.get("out"))
         _check_inputs_after(result.get("inputs_after"))

@@ -180,6 +180,15 @@ def command_extensions() -> list[Callable[[Any], None]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .terminal import printable_output
+
+    with printable_output():
+        return run(argv)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run its command; everything it prints goes through
+    :func:`attnkit.terminal.printable_output` (see :func:`main`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)

@@ -45,20 +45,29 @@ SOFTMAX_FUNCTIONS = (
     "torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax",
     "torch.log_softmax", "torch.nn.functional.log_softmax", "torch.Tensor.log_softmax",
     "torch.special.softmax", "torch.special.log_softmax", "torch._softmax",
-    "torch._log_softmax", "torch.nn.functional.gumbel_softmax",
+    "torch._log_softmax", "torch.nn.functional.gumbel_softmax", "torch.nn.functional.softmin",
+    "torch.sparse.softmax", "torch.sparse.log_softmax", "torch._masked_softmax",
+    "torch._sparse_softmax", "torch._sparse_log_softmax",
 )  # fmt: skip
 ATTENTION_FUNCTIONS = (
     "torch.nn.functional.scaled_dot_product_attention",
     "torch.nn.functional.multi_head_attention_forward",
 )
-FAMILIES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
-    "torch.softmax": (SOFTMAX_FUNCTIONS, SOFTMAX_KERNELS),
-    "torch.nn.functional.softmax": (SOFTMAX_FUNCTIONS, SOFTMAX_KERNELS),
-    "torch.Tensor.softmax": (SOFTMAX_FUNCTIONS, SOFTMAX_KERNELS),
-    "scipy.special.softmax": ((), frozenset()),
-    "torch.nn.functional.scaled_dot_product_attention": (ATTENTION_FUNCTIONS, ATTENTION_KERNELS),
-    "torch.nn.MultiheadAttention": (ATTENTION_FUNCTIONS, ATTENTION_KERNELS),
-}
+SOFTMAX_PATTERNS = ("softmax",)
+"""Every kernel whose name says softmax computes one in a single step, whatever its
+variant: dense, log, masked, sparse, safe, special, or one PyTorch adds later."""
+ATTENTION_PATTERNS = ("attention", "sdpa", "multi_head", "transformer_encoder", "_safe_softmax")
+"""The same for attention: any fused attention kernel, named or not yet named here."""
+FAMILIES: dict[str, tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]] = {
+    "torch.softmax": (SOFTMAX_FUNCTIONS, SOFTMAX_KERNELS, SOFTMAX_PATTERNS),
+    "torch.nn.functional.softmax": (SOFTMAX_FUNCTIONS, SOFTMAX_KERNELS, SOFTMAX_PATTERNS),
+    "torch.Tensor.softmax": (SOFTMAX_FUNCTIONS, SOFTMAX_KERNELS, SOFTMAX_PATTERNS),
+    "scipy.special.softmax": ((), frozenset(), ()),
+    "torch.nn.functional.scaled_dot_product_attention": (
+        ATTENTION_FUNCTIONS, ATTENTION_KERNELS, ATTENTION_PATTERNS,
+    ),
+    "torch.nn.MultiheadAttention": (ATTENTION_FUNCTIONS, ATTENTION_KERNELS, ATTENTION_PATTERNS),
+}  # fmt: skip
 
 
 @functools.cache
@@ -106,11 +115,19 @@ class Recorder:
         self.used: dict[str, None] = {}  # in the order seen: the function before its kernel
         functions: set[str] = set()
         kernels: set[str] = set()
+        patterns: set[str] = set()
         for name in forbidden:
-            family_functions, family_kernels = FAMILIES.get(name, ((name,), frozenset()))
+            family_functions, family_kernels, family_patterns = FAMILIES.get(
+                name, ((name,), frozenset(), ())
+            )
             functions.update(family_functions)
             kernels.update(family_kernels)
+            patterns.update(family_patterns)
         self.kernels = frozenset(kernels)
+        self.patterns = tuple(sorted(patterns))
+        self.canaries = {"asked": 0, "function": 0, "kernel": 0}
+        self._in_canary = False
+        self._tampered = False
         self.functions: dict[Any, str] = {}
         for path in functions:
             target = _resolve(path)
@@ -129,14 +146,18 @@ class Recorder:
         class Functions(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 name = recorder.functions.get(func)
-                if name is not None:
+                if recorder._in_canary:
+                    recorder.canaries["function"] += func is _canary_function()
+                elif name is not None:
                     recorder.used.setdefault(name + _where())
                 return func(*args, **(kwargs or {}))
 
         class Kernels(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 name = str(func.overloadpacket)
-                if name in recorder.kernels:
+                if recorder._in_canary:
+                    recorder.canaries["kernel"] += "softmax" in name
+                elif name in recorder.kernels or any(p in name for p in recorder.patterns):
                     recorder.used.setdefault(f"{name}, PyTorch's kernel{_where()}")
                 return func(*args, **(kwargs or {}))
 
@@ -147,8 +168,45 @@ class Recorder:
 
     def __exit__(self, *exc: object) -> None:
         for mode in reversed(self._modes):
-            mode.__exit__(None, None, None)
+            try:
+                mode.__exit__(None, None, None)
+            except Exception:  # code in the exercise popped or replaced PyTorch's modes
+                self._tampered = True
         self._modes = []
+
+    def canary(self) -> None:
+        """Make one forbidden call the recorder must see at both levels (and keeps out of
+        ``used``). Made before and after the exercise runs: a recorder that code switched
+        off, replaced or popped from PyTorch's mode stacks misses the second one."""
+        if not (self.kernels or self.patterns):
+            return
+        import torch
+
+        self.canaries["asked"] += 1
+        self._in_canary = True
+        try:
+            torch.softmax(torch.zeros(2), 0)
+        finally:
+            self._in_canary = False
+
+    def unverified(self) -> str | None:
+        """Why this recorder's findings cannot be trusted (None when every canary was seen)."""
+        asked = self.canaries["asked"]
+        seen = self.canaries["function"] >= asked and self.canaries["kernel"] >= asked
+        if self._tampered or (asked and not seen):
+            return (
+                "the check that it calls no library softmax or attention could not run: "
+                "something in the notebook switched off or replaced PyTorch's function or "
+                "dispatch hooks while it ran"
+            )
+        return None
+
+
+@functools.cache
+def _canary_function() -> Any:
+    import torch
+
+    return torch.softmax
 
 
 # -- static findings: notes for the instructor, never a verdict -------------------------------
@@ -217,7 +275,39 @@ TAMPERING_ATTRIBUTES = {
     "_disable_current_modes": "PyTorch's dispatch-mode stack",
     "import_module": "importlib.import_module (a module named at run time)",
 }
-TAMPERING_MODULES = {"ctypes", "gc", "_ctypes", "cffi", "attnkit", "pyseccomp", "resource"}
+TAMPERING_MODULES = {"ctypes", "_ctypes", "cffi", "attnkit", "pyseccomp", "resource"}
+PUBLIC_FROM_KIT = {("attnkit.notebook", "Lesson")}
+"""The only thing a notebook takes from the kit's package: the lessons' ``Lesson`` helper.
+Anything else (``attnkit.forbidden``, ``attnkit.worker``, ``attnkit.notebook.X``) reaches
+into the machinery that records and reports the student's own calls."""
+
+
+def _kit_reach(node: ast.AST) -> str | None:
+    """What an attribute chain rooted at the name ``attnkit`` reaches, if it is not the
+    public ``attnkit.notebook.Lesson`` (``import attnkit.notebook`` binds ``attnkit``)."""
+    if not isinstance(node, ast.Attribute):
+        return None
+    chain = []
+    current: ast.AST = node
+    while isinstance(current, ast.Attribute):
+        chain.append(current.attr)
+        current = current.value
+    if not (isinstance(current, ast.Name) and current.id == "attnkit"):
+        return None
+    path = ["attnkit", *reversed(chain)]
+    if path[:3] == ["attnkit", "notebook", "Lesson"] or path == ["attnkit", "notebook"]:
+        return None
+    return ".".join(path[:3])
+
+
+def _honest_use(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """``"google.colab" in sys.modules`` asks what is loaded; it changes nothing."""
+    parent = parents.get(node)
+    return (
+        isinstance(parent, ast.Compare)
+        and any(isinstance(op, ast.In | ast.NotIn) for op in parent.ops)
+        and node is not parent.left
+    )
 
 
 def tampering(cells: Iterable[tuple[int, str]]) -> list[Finding]:
@@ -227,16 +317,33 @@ def tampering(cells: Iterable[tuple[int, str]]) -> list[Finding]:
         tree = _parse(source)
         if tree is None:
             continue
+        parents = {
+            child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)
+        }
         for node in ast.walk(tree):
             what = None
-            if isinstance(node, ast.Attribute) and node.attr in TAMPERING_ATTRIBUTES:
-                what = TAMPERING_ATTRIBUTES[node.attr]
+            if (reach := _kit_reach(node)) is not None and not isinstance(
+                parents.get(node), ast.Attribute
+            ):
+                what = f"reaches into {reach}"
+            elif isinstance(node, ast.Attribute) and node.attr in TAMPERING_ATTRIBUTES:
+                if not _honest_use(node, parents):
+                    what = TAMPERING_ATTRIBUTES[node.attr]
             elif isinstance(node, ast.Import | ast.ImportFrom):
                 names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
                 names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
                 hits = [n for n in names if n.split(".")[0] in TAMPERING_MODULES]
-                # The lessons' own setup imports attnkit.notebook and attnkit_data.
-                hits = [n for n in hits if n not in ("attnkit.notebook",)]
+                # The lessons' own setup: `from attnkit.notebook import Lesson`, and the plain
+                # `import attnkit.notebook` (whose later uses are checked above).
+                if isinstance(node, ast.ImportFrom) and hits == ["attnkit.notebook"]:
+                    taken = {(node.module, a.name) for a in node.names}
+                    hits = (
+                        []
+                        if taken <= PUBLIC_FROM_KIT
+                        else [f"attnkit.notebook.{a.name}" for a in node.names]
+                    )
+                elif isinstance(node, ast.Import):
+                    hits = [n for n in hits if n != "attnkit.notebook"]
                 if hits:
                     what = f"imports {hits[0]}"
                 elif isinstance(node, ast.ImportFrom):

@@ -15,7 +15,7 @@ does not care where the code runs:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -47,10 +47,33 @@ class LocalImplementation:
     def run(
         self, adapter: str, *, forbidden: tuple[str, ...] = (), **kwargs: Any
     ) -> dict[str, Any]:
-        with Recorder(forbidden) as recorder:
-            result = ADAPTERS[adapter](self.namespace, **kwargs)
-        result["forbidden_used"] = list(recorder.used)
-        return result
+        return call_recorded(self.namespace, adapter, forbidden, kwargs)
+
+
+def call_recorded(
+    namespace: Mapping[str, Any],
+    adapter: str,
+    forbidden: Iterable[str],
+    kwargs: Mapping[str, Any],
+    alone: Callable[[], str | None] | None = None,
+) -> dict[str, Any]:
+    """Call ``adapter`` on ``namespace`` while the forbidden-call recorder watches: the one
+    place student code is called, here and in the sandboxed worker.
+
+    The result lists the forbidden calls seen (``forbidden_used``) and, when the recorder's
+    findings cannot be trusted, why (``forbidden_unverified``): it missed one of the canary
+    calls made before and after the exercise, or ``alone()`` says another thread could have
+    run code it does not see.
+    """
+    with Recorder(forbidden) as recorder:
+        recorder.canary()
+        result = ADAPTERS[adapter](namespace, **kwargs)
+        recorder.canary()
+    result["forbidden_used"] = list(recorder.used)
+    reason = recorder.unverified() or (alone() if alone and forbidden else None)
+    if reason:
+        result["forbidden_unverified"] = reason
+    return result
 
 
 # -- recording: what the checks asked, and what came back -----------------------------------
@@ -81,7 +104,7 @@ def strip(result: dict[str, Any] | None) -> dict[str, Any] | None:
     """Drop what is not an answer (the forbidden-call record, judged on its own)."""
     if result is None:
         return None
-    return {k: v for k, v in result.items() if k != "forbidden_used"}
+    return {k: v for k, v in result.items() if k not in ("forbidden_used", "forbidden_unverified")}
 
 
 @dataclass

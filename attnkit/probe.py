@@ -26,6 +26,14 @@ class Probe:
     def _run(self, adapter: str, **kwargs: Any) -> dict[str, Any]:
         result = self.impl.run(adapter, forbidden=self.exercise.forbidden, **kwargs)
         used = result.get("forbidden_used") or []
+        unverified = result.get("forbidden_unverified")
+        if unverified:
+            raise CheckFailed(
+                f"{self.exercise.name} could not be checked: {unverified}",
+                "Remove the code that changes how PyTorch runs (or the threads), then run "
+                "the notebook again from the top.",
+                stage="forbidden",
+            )
         if used:
             raise CheckFailed(
                 f"{self.exercise.name} calls {', '.join(used)}, which this exercise asks "

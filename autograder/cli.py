@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkit.errors import KitError
+from attnkit.terminal import raw
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 """The kit's checkout (a clone holds assignments/, README.md and pyproject.toml here)."""
@@ -116,7 +117,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
             print(
                 f"{skipped} submission(s) already graded in {args.out}: skipped (--force regrades)"
             )
-        with tqdm(total=len(todo), unit="submission", desc="grading", disable=None) as bar:
+        progress = tqdm(
+            total=len(todo), unit="submission", desc="grading", disable=None, file=raw(sys.stderr)
+        )
+        with progress as bar:
             outcome = engine.grade_all(todo, args.out, settings, args.jobs, progress=bar.update)
         absent = engine.missing(submissions, args.out)
         try:

@@ -35,12 +35,17 @@ MAX_FOLDER_DEPTH = 4
 """Folders below a student's folder that are searched (``student/a/b/c/d/nb.ipynb``)."""
 
 CANVAS = re.compile(
-    r"^(?P<name>[^_]+?)(?P<late>_late)?_(?P<user>\d+)_(?P<sub>\d+)_(?P<file>.+)$", re.IGNORECASE
+    r"^(?P<name>[^_]+?)(?P<late>_late)?_(?P<user>\d+)_(?P<sub>\d+)_(?P<file>.+)$",
+    re.IGNORECASE | re.DOTALL,  # the student's own file name may hold any character
 )
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<number>\d+)_assignsubmission_[a-z]+_?$")
 BLACKBOARD = re.compile(
-    r"^(?P<title>.+)_(?P<user>[^_]+)_attempt_(?P<when>\d{4}(?:-\d{2}){5})(?:_(?P<file>.+))?$"
+    r"^(?P<title>.+?)_(?P<user>[^_]+)_attempt_(?P<when>\d{4}(?:-\d{2}){5})(?:_(?P<file>.*))?$",
+    re.DOTALL,
 )
+"""Blackboard writes ``<title>_<user>_attempt_<time>`` and then the student's own file name.
+The title is matched lazily, so the platform's prefix, the first ``_<user>_attempt_<time>``,
+names the student: a file the student called ``x_jdoe_attempt_2099-...`` names no one."""
 COPY_MARKERS = re.compile(r"copy of|\bcopy\b|[-_ ]copy$|\(\d+\)|colab", re.I)
 
 

@@ -59,7 +59,7 @@ from attnkit.notebook_code import Cell, NotebookError, read_cells
 from attnkit.outcome import ERROR, FAILED, FORBIDDEN, INTERNAL, PASSED, TIMEOUT, Outcome
 
 from .catalogue import diagnose
-from .discovery import Refused, Submission, read_submission_file
+from .discovery import Refused, Submission, read_submission_file, text_id
 from .harness import run_suite
 from .rubric import GradedCell, graded_cells
 from .sandbox import level_of
@@ -105,7 +105,8 @@ def stage(path: Path, text: str) -> str:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         as_new_file(fd)  # not mkstemp's 0600: OUT is shared with TAs, a web folder
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        # backslashreplace: a name that is not UTF-8 must never stop the gradebook's writing.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -217,7 +218,7 @@ def error_record(
     record = {
         "student": submission.student,
         "assignment": slug,
-        "source": str(submission.path),
+        "source": text_id(str(submission.path)),
         "source_sha256": submission.sha256 or sha256_file(submission.path),
         "status": "error",
         "error": reason,
@@ -424,7 +425,7 @@ def grade_submission(
     return {
         "student": submission.student,
         "assignment": slug,
-        "source": str(submission.path),
+        "source": text_id(str(submission.path)),
         "source_sha256": sha256_file(submission.path),
         "status": "graded",
         "error": None,

@@ -55,8 +55,11 @@ LOSES_TRANSFER = (TRANSFER_CELL,)
 LOSES_V2_AND_TRANSFER = (V2_CELL, TRANSFER_CELL)
 LOSES_SOFTMAX = (SOFTMAX_CELL, "test_softmax_stability")
 LOSES_ALL = tuple(CELL_POINTS)
+LOSES_UNCHECKED = (*LOSES_SOFTMAX, "test_v1_forward", "test_v1_batched", V2_CELL)
+"""Every exercise whose from-scratch check cannot run: a recorder switched off, or a thread
+left running beside the exercises."""
 MAX_SCORE = scored()
-CANARY_NAME = f"attnkit-hostile-canary-{os.getuid()}"  # one per user: /dev/shm is shared
+CANARY_NAME = f"attnkit-hostile-canary-{os.getuid()}-{os.getpid()}"  # /dev/shm is shared
 """A file the grader owns in the machine's /dev/shm, which a submission tries to delete."""
 
 CORRECT_V2 = (
@@ -651,18 +654,25 @@ def _preamble(targets: Targets) -> str:
     )
 
 
+THREAD_LEFT_RUNNING = ("leaves_files_and_a_thread_behind",)
+"""Escapes that leave a thread running: refused, but the thread makes every from-scratch
+check that follows unverifiable (see attnkit.worker.other_threads)."""
+
+
 def _escape(name: str, targets: Targets) -> Case:
-    """An attempt the sandbox must refuse: the submission keeps full marks."""
+    """An attempt the sandbox must refuse: the submission keeps full marks (but for a
+    thread left running, see THREAD_LEFT_RUNNING)."""
     kind, body = ATTEMPTS[name]
+    lingers = name in THREAD_LEFT_RUNNING
     helper = (
         _preamble(targets) + "def attempt():\n" + textwrap.indent(textwrap.dedent(body), "    ")
     )
     return Case(
         name,
         kind,
-        KEEPS_ALL,
+        LOSES_UNCHECKED if lingers else KEEPS_ALL,
         V2_CELL,
-        "passed",
+        "forbidden" if lingers else "passed",
         "",
         {"SelfAttention_v2": GUARDED_V2},
         helper,
@@ -709,10 +719,10 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "sm_recorder_patched_via_sys_modules",
             "evasion",
-            KEEPS_ALL,
+            LOSES_UNCHECKED,
             SOFTMAX_CELL,
-            "passed",
-            "",
+            "forbidden",
+            "could not be checked",
             {"softmax": "return torch.nan_to_num(torch.softmax(x, dim), nan=0.0)"},
             "import sys\n"
             "_r = sys.modules['attnkit.forbidden'].Recorder\n"
@@ -723,10 +733,10 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "sm_recorder_found_with_gc",
             "evasion",
-            KEEPS_ALL,
+            LOSES_SOFTMAX,
             SOFTMAX_CELL,
-            "passed",
-            "",
+            "forbidden",
+            "aten._softmax",
             {
                 "softmax": "blind_recorders()\n"
                 "return torch.nan_to_num(torch.softmax(x, dim), nan=0.0)"
@@ -737,10 +747,10 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "sm_mode_stack_bypassed",
             "evasion",
-            KEEPS_ALL,
+            LOSES_UNCHECKED,
             SOFTMAX_CELL,
-            "passed",
-            "",
+            "forbidden",
+            "could not be checked",
             {
                 "softmax": "import torch.overrides, torch.utils._python_dispatch as d\n"
                 "torch.overrides._push_mode = d._push_mode = lambda *a, **k: None\n"
@@ -755,10 +765,10 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "sm_recorder_patched_by_computed_name",
             "evasion",
-            KEEPS_ALL,
+            LOSES_UNCHECKED,
             SOFTMAX_CELL,
-            "passed",
-            "",
+            "forbidden",
+            "could not be checked",
             {"softmax": "return torch.nan_to_num(torch.softmax(x, dim), nan=0.0)"},
             DISABLE_RECORDER,
             "import_module",
