@@ -118,6 +118,23 @@ def test_a_file_planted_anywhere_writable_is_gone_for_the_next_submission() -> N
     assert graded(look) == 0
 
 
+def test_read_only_folders_and_links_left_behind_are_emptied_by_the_same_sandbox() -> None:
+    leave = (
+        "import os\n"
+        "for top in ('/tmp', '/dev/shm'):\n"
+        "    os.makedirs(f'{top}/locked/inner')\n"
+        "    open(f'{top}/locked/inner/file', 'w').write('x')\n"
+        "    os.symlink('/usr', f'{top}/link')\n"
+        "    os.chmod(f'{top}/locked/inner', 0o500)\n"
+        "    os.chmod(f'{top}/locked', 0)\n"
+        "def probe():\n    return 1"
+    )
+    assert graded(leave) == 1
+    zygote = sandbox._current
+    assert graded("import os\ndef probe():\n    return len(os.listdir('/dev/shm'))") == 0
+    assert sandbox._current is zygote, "the reset failed and the sandbox was replaced"
+
+
 # -- every submission starts from the same state ------------------------------------------------
 
 STATE = r"""
