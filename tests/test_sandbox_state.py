@@ -325,6 +325,25 @@ def test_a_worker_killed_from_outside_is_reported_as_such() -> None:
     assert impl.killed_from_outside() == ["killed by SIGKILL"]
 
 
+def test_a_sandbox_killed_from_outside_is_reported_as_such() -> None:
+    impl = submission(SLOW)
+    impl.prepare()
+    zygote = sandbox._current
+    assert zygote is not None
+    inner: list[int] = []  # the zygote: bubblewrap's child
+    for task in Path(f"/proc/{zygote.process.pid}/task").iterdir():
+        inner += map(int, (task / "children").read_text().split())
+    killer = threading.Timer(1.0, os.kill, (inner[0], signal.SIGKILL))
+    killer.start()
+    try:
+        with pytest.raises(WorkerCrashed):
+            answer(impl)
+    finally:
+        killer.join()
+        impl.close()
+    assert impl.killed_from_outside() == ["killed by SIGKILL"]
+
+
 def test_workers_the_grader_ended_or_that_ended_themselves_are_not_blamed_on_the_outside() -> None:
     timed_out = submission(SLOW, call_timeout=1.0)
     try:
