@@ -366,8 +366,10 @@ def _empty(folder: str) -> None:
     """Remove everything in ``folder``; a submission's read-only folders are opened up first."""
     for root, folders, _ in os.walk(folder):
         for name in folders:
-            with contextlib.suppress(OSError):
-                os.chmod(os.path.join(root, name), 0o700, follow_symlinks=False)
+            path = os.path.join(root, name)
+            if not os.path.islink(path):  # every worker is dead: nothing swaps it now
+                with contextlib.suppress(OSError):
+                    os.chmod(path, 0o700)
     for entry in os.listdir(folder):
         path = os.path.join(folder, entry)
         if os.path.isdir(path) and not os.path.islink(path):

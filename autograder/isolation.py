@@ -23,6 +23,7 @@ import contextlib
 import os
 import secrets
 import select
+import signal
 import time
 from typing import Any
 
@@ -156,6 +157,8 @@ class IsolatedSubmission:
         self._channel: Channel | None = None
         self._zygote: Any = None
         self._crashed = False
+        self.sandbox_kills: list[str] = []
+        """The sandbox itself (its zygote, with every worker) killed from outside."""
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -201,7 +204,8 @@ class IsolatedSubmission:
     def killed_from_outside(self) -> list[str]:
         """Workers of this submission killed by something outside the sandbox (see
         WorkerEnd.killed_from_outside), in words: the zygote's account, not the worker's."""
-        return [end.describe() for end in self.endings if end.killed_from_outside()]
+        ends = [end.describe() for end in self.endings if end.killed_from_outside()]
+        return ends + self.sandbox_kills
 
     def _spawn(self) -> None:
         try:
@@ -286,6 +290,10 @@ class IsolatedSubmission:
                 # reports what killed it rather than killing it itself.
                 self.endings += self._zygote.reset(grace=0.5 if self._crashed else 0.0)
             except SandboxDied:
+                killed = self._zygote.killed_by()
+                if killed is not None:
+                    name = signal.Signals(killed).name if killed < signal.SIGRTMIN else killed
+                    self.sandbox_kills.append(f"killed by {name}")
                 discard_zygote()
             self._zygote = None
         self._crashed = False

@@ -419,6 +419,21 @@ class Zygote:
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def killed_by(self) -> int | None:
+        """The signal that ended the sandbox, if one did. No worker can signal the zygote
+        (seccomp, and PID 1 ignores what it does not handle), and the zygote itself only
+        exits with a status, so a signal came from outside the sandbox."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=2)
+        code = self.process.returncode
+        if code is None or code == 0:
+            return None
+        if code < 0:
+            return -code
+        # bubblewrap exits with 128 + the signal that killed the command it ran.
+        wrapped = self.settings.enabled and not self.settings.user
+        return code - 128 if wrapped and 128 < code < 128 + 65 else None
+
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.control.close()

@@ -118,6 +118,23 @@ def test_a_file_planted_anywhere_writable_is_gone_for_the_next_submission() -> N
     assert graded(look) == 0
 
 
+def test_read_only_folders_and_links_left_behind_are_emptied_by_the_same_sandbox() -> None:
+    leave = (
+        "import os\n"
+        "for top in ('/tmp', '/dev/shm'):\n"
+        "    os.makedirs(f'{top}/locked/inner')\n"
+        "    open(f'{top}/locked/inner/file', 'w').write('x')\n"
+        "    os.symlink('/usr', f'{top}/link')\n"
+        "    os.chmod(f'{top}/locked/inner', 0o500)\n"
+        "    os.chmod(f'{top}/locked', 0)\n"
+        "def probe():\n    return 1"
+    )
+    assert graded(leave) == 1
+    zygote = sandbox._current
+    assert graded("import os\ndef probe():\n    return len(os.listdir('/dev/shm'))") == 0
+    assert sandbox._current is zygote, "the reset failed and the sandbox was replaced"
+
+
 # -- every submission starts from the same state ------------------------------------------------
 
 STATE = r"""
@@ -235,7 +252,12 @@ def test_a_replacement_sandbox_starts_outside_the_next_submissions_budget() -> N
         ended = sandbox._current
     finally:
         first.close()
-    assert sandbox._current is None and ended is not None and not ended.alive()
+    if sandbox._current is not None:
+        # A Python whose rmtree copes with any depth: end the sandbox the way a failed
+        # reset does, from outside, so what follows is tested all the same.
+        os.killpg(sandbox._current.process.pid, signal.SIGKILL)
+        sandbox._current.process.wait()
+    assert ended is not None and not ended.alive()
     budget = 1.5
     second = submission("def probe():\n    return 7", budget=budget)
     try:
@@ -300,6 +322,25 @@ def test_a_worker_killed_from_outside_is_reported_as_such() -> None:
         killer.join()
         impl.close()
     assert killed
+    assert impl.killed_from_outside() == ["killed by SIGKILL"]
+
+
+def test_a_sandbox_killed_from_outside_is_reported_as_such() -> None:
+    impl = submission(SLOW)
+    impl.prepare()
+    zygote = sandbox._current
+    assert zygote is not None
+    inner: list[int] = []  # the zygote: bubblewrap's child
+    for task in Path(f"/proc/{zygote.process.pid}/task").iterdir():
+        inner += map(int, (task / "children").read_text().split())
+    killer = threading.Timer(1.0, os.kill, (inner[0], signal.SIGKILL))
+    killer.start()
+    try:
+        with pytest.raises(WorkerCrashed):
+            answer(impl)
+    finally:
+        killer.join()
+        impl.close()
     assert impl.killed_from_outside() == ["killed by SIGKILL"]
 
 
