@@ -219,3 +219,54 @@ def test_the_nbgrader_gradebook_path_gives_every_correct_submission_full_marks(
 def assert_full_marks(outcomes: dict) -> None:
     short = [f"{s}: {'; '.join(o.short)}" for s, o in sorted(outcomes.items()) if not o.full]
     assert not short, "correct submissions short of full marks:\n" + "\n".join(short)
+
+
+# -- dtype: "float32 stays float32" is part of the contract -----------------------------------
+
+# Two answers the corpus once counted as correct. Each returns float64 for float32 input,
+# which the contract forbids ("a new NumPy array of the same shape and dtype"); the corpus
+# now holds versions that keep the dtype, and these must fail, visibly and when graded.
+FLOAT64_LEAKS = {
+    "scale_scores": [
+        "def scale_scores(scores, d_k):\n    return np.array(scores, dtype=float) / d_k ** 0.5\n",
+        "def scale_scores(scores, d_k):\n    return scores / np.float64(d_k) ** 0.5\n",
+    ],
+    "attention_scores": [
+        "def attention_scores(Q, K):\n"
+        "    out = np.zeros(Q.shape[:-1] + (K.shape[-2],))\n"
+        "    for i in range(Q.shape[-2]):\n"
+        "        for j in range(K.shape[-2]):\n"
+        "            out[..., i, j] = (Q[..., i, :] * K[..., j, :]).sum(axis=-1)\n"
+        "    return out\n",
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("exercise", "source"),
+    [(e, s) for e, sources in FLOAT64_LEAKS.items() for s in sources],
+    ids=lambda value: value if value in FLOAT64_LEAKS else "",
+)
+def test_a_float64_leak_fails_a_visible_check_and_the_hidden_suite(
+    exercise: str, source: str
+) -> None:
+    import numpy as np
+
+    from attnkit.implementation import LocalImplementation
+    from attnkit.selfcheck import run_exercise
+    from attnkit_autograder.harness import reference_implementation, run_suite
+    from attnkit_autograder.rubric import graded_cells
+    from attnkit_solutions.exercises import reference_namespace
+
+    slug = "01_numpy_attention"
+    namespace = dict(reference_namespace(slug))
+    exec(source, {"np": np}, namespace)
+    visible = run_exercise(LocalImplementation(namespace), slug, exercise)
+    failed = [o for o in visible if o.status != "passed"]
+    assert [o.check for o in failed] == ["float32 in, float32 out"]
+    assert "dtype float64, expected float32" in failed[0].message
+    cell = next(c.grade_id for c in graded_cells(slug) if c.exercise == exercise)
+    verdicts = run_suite(
+        LocalImplementation(namespace), slug, reference_implementation(slug), {cell}
+    )
+    assert any(v.status != "passed" for v in verdicts)

@@ -10,6 +10,7 @@ from ..book import BOOK_INPUTS
 from ..compare import expect_array, expect_shape, expect_unchanged, pair, part
 from ..probe import Probe
 from .lesson_02 import BOOK
+from .dtypes import expect_dtype
 from .registry import visible
 
 SLUG = "03_causal_attention"
@@ -20,12 +21,22 @@ def upper(num_tokens: int) -> np.ndarray:
     return np.array([[j > i for j in range(num_tokens)] for i in range(num_tokens)])
 
 
-@visible(SLUG, "causal_mask", "bool tensor [T, T]: True above the diagonal (blocked)")
+@visible(
+    SLUG,
+    "causal_mask",
+    "bool tensor [T, T]: True above the diagonal (blocked)",
+    contract=("a torch.bool tensor [num_tokens, num_tokens]",),
+)
 def mask_pattern(probe: Probe) -> None:
     expect_array(probe.call(5)["out"], upper(5), kind="tensor", what="causal_mask(5)")
 
 
-@visible(SLUG, "apply_causal_mask", "future scores become -inf, the rest stay, input untouched")
+@visible(
+    SLUG,
+    "apply_causal_mask",
+    "future scores become -inf, the rest stay, input untouched",
+    contract=("a new tensor of the same shape and dtype",),
+)
 def apply_mask(probe: Probe) -> None:
     RNG = np.random.default_rng(5499)  # fixed inputs: fingerprints depend on them
     scores = RNG.normal(size=(2, 4, 4)).astype(np.float32)
@@ -36,7 +47,10 @@ def apply_mask(probe: Probe) -> None:
 
 
 @visible(
-    SLUG, "ScaledDotProductAttention", "matches F.scaled_dot_product_attention (mask inverted)"
+    SLUG,
+    "ScaledDotProductAttention",
+    "matches F.scaled_dot_product_attention (mask inverted)",
+    contract=("(output [..., T_q, d_v], weights [..., T_q, T_k]), tensors of the dtype of q",),
 )
 def sdpa_matches_torch(probe: Probe) -> None:
     RNG = np.random.default_rng(1613)  # fixed inputs: fingerprints depend on them
@@ -118,3 +132,14 @@ def sdpa_dropout(probe: Probe) -> None:
     output, weights_out = pair(trained, "training mode")
     expect_array(weights_out, dropped.numpy(), kind="tensor", what="the weights in training mode")
     expect_array(output, (dropped @ tv).numpy(), kind="tensor", what="the output in training mode")
+
+
+@visible(
+    SLUG,
+    "CausalAttention",
+    "returns a float32 tensor",
+    contract=("context vectors [batch, T, d_out], a float32 tensor",),
+)
+def causal_float32(probe: Probe) -> None:
+    out = probe.module([3, 2, 6, 0.0], [BOOK_BATCH], seed=123)["out"]
+    expect_dtype(out, np.float32, kind="tensor")
