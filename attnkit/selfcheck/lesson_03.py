@@ -9,8 +9,8 @@ import torch.nn.functional as F
 from ..book import BOOK_INPUTS
 from ..compare import expect_array, expect_shape, expect_unchanged, pair, part
 from ..probe import Probe
-from .lesson_02 import BOOK
 from .dtypes import expect_dtype
+from .lesson_02 import BOOK
 from .registry import visible
 
 SLUG = "03_causal_attention"

@@ -9,8 +9,8 @@ import torch.nn.functional as F
 from ..assignments import ASSIGNMENTS
 from ..compare import CheckFailed, expect_array, expect_kind, expect_shape, part
 from ..probe import Probe
-from .lesson_03 import BOOK, BOOK_BATCH
 from .dtypes import expect_dtype
+from .lesson_03 import BOOK, BOOK_BATCH
 from .registry import visible
 
 SLUG = "04_multihead_attention"
