@@ -270,3 +270,90 @@ def test_a_float64_leak_fails_a_visible_check_and_the_hidden_suite(
         LocalImplementation(namespace), slug, reference_implementation(slug), {cell}
     )
     assert any(v.status != "passed" for v in verdicts)
+
+
+# -- lesson.check accepts every binding of an exercise's name ---------------------------------
+
+SOFTMAX_01 = """
+import functools
+import numpy as np
+from attnkit.notebook import Lesson
+lesson = Lesson("01_numpy_attention")
+
+def _stable(x, axis=-1):
+    x = np.asarray(x)
+    top = np.max(np.where(np.isneginf(x), 0, x), axis=axis, keepdims=True)
+    e = np.exp(x - top)
+    total = e.sum(axis=axis, keepdims=True)
+    return np.where(total > 0, e / np.where(total > 0, total, 1), 0).astype(x.dtype)
+"""
+SOFTMAX_02 = """
+import torch
+from torch import nn
+from attnkit.notebook import Lesson
+lesson = Lesson("02_self_attention")
+
+def _stable(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    top = torch.where(torch.isinf(x), torch.zeros_like(x), x).amax(dim=dim, keepdim=True)
+    e = torch.exp(x - top)
+    total = e.sum(dim=dim, keepdim=True)
+    return torch.where(total > 0, e / torch.where(total > 0, total, 1), 0)
+"""
+V2_METHODS = """
+    def __init__(self, d_in, d_out, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x):
+        q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
+        w = _stable(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5)
+        return w @ v
+"""
+BINDINGS = {
+    "lambda": SOFTMAX_01 + "softmax = lambda x, axis=-1: _stable(x, axis)\nlesson.check(softmax)",
+    "partial": SOFTMAX_01 + "softmax = functools.partial(_stable)\nlesson.check(softmax)",
+    "callable object": SOFTMAX_01
+    + "class Softmax:\n    def __call__(self, x, axis=-1):\n        return _stable(x, axis)\n"
+    + "softmax = Softmax()\nlesson.check(softmax)",
+    "jit-scripted, renamed": SOFTMAX_02
+    + "softmax = torch.jit.script(_stable)\nlesson.check(softmax)",
+    "jit-scripted, inside a function": SOFTMAX_02
+    + "def run():\n    @torch.jit.script\n    def softmax(x: torch.Tensor, dim: int = -1)"
+    + " -> torch.Tensor:\n        return _stable(x, dim)\n    lesson.check(softmax)\nrun()",
+    "class from a base class": SOFTMAX_02
+    + "class Base(nn.Module):\n"
+    + V2_METHODS
+    + "class SelfAttention_v2(Base):\n    pass\nlesson.check(SelfAttention_v2)",
+    "class with a mixin": SOFTMAX_02
+    + "class Shapes:\n    def width(self):\n        return self.W_query.out_features\n"
+    + "class SelfAttention_v2(Shapes, torch.nn.modules.module.Module):\n"
+    + V2_METHODS
+    + "lesson.check(SelfAttention_v2)",
+    "class renamed by assignment": SOFTMAX_02
+    + "class MyAttention(nn.Module):\n"
+    + V2_METHODS
+    + "SelfAttention_v2 = MyAttention\nlesson.check(SelfAttention_v2)",
+}
+
+
+@pytest.mark.parametrize("binding", list(BINDINGS))
+def test_lesson_check_accepts_every_binding_of_an_exercise(
+    binding: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import runpy
+    import warnings
+
+    # Run as a script, so TorchScript can read the source (a kernel keeps its cells' too).
+    script = tmp_path / "notebook_cells.py"
+    script.write_text(BINDINGS[binding], encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit.script's own
+        runpy.run_path(str(script), run_name="__main__")
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.split(":")[0] in ("softmax", "SelfAttention_v2"), out
+    checks, total = first.split(": ")[1].split(" of ")
+    assert checks == total.split()[0], out
+    assert "grade comes from the hidden tests" in out
