@@ -357,3 +357,27 @@ def test_lesson_check_accepts_every_binding_of_an_exercise(
     checks, total = first.split(": ")[1].split(" of ")
     assert checks == total.split()[0], out
     assert "grade comes from the hidden tests" in out
+
+
+# -- the kernel's working folder is importable -------------------------------------------------
+
+
+def test_attnkit_check_imports_a_module_the_notebook_writes(tmp_path: Path) -> None:
+    """As in Jupyter: the notebook's folder is the working folder and importable, so a
+    helper module written with %%writefile in one cell is imported by another (and by an
+    exercise when it is called), wherever ``attnkit check`` is run from."""
+    built = builder.build(CORPUS / "01_numpy_attention" / "lale_writefile_helper.py")
+    path = built.write(tmp_path / "work")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run(
+        # The console script, as students run it (`python -m` would put the cwd on sys.path).
+        [str(Path(sys.executable).parent / "attnkit"), "check", "1", "--notebook", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=elsewhere,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (path.parent / "attention_helpers.py").is_file()
+    assert not (elsewhere / "attention_helpers.py").exists()
