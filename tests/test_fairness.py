@@ -381,3 +381,52 @@ def test_attnkit_check_imports_a_module_the_notebook_writes(tmp_path: Path) -> N
     assert done.returncode == 0, done.stdout + done.stderr
     assert (path.parent / "attention_helpers.py").is_file()
     assert not (elsewhere / "attention_helpers.py").exists()
+
+
+# -- size limits judge the code, not saved outputs ---------------------------------------------
+
+
+def with_big_plots(built: builder.Built, megabytes: int) -> dict:
+    """The notebook as saved after drawing plots: ``megabytes`` MB of base64 PNG outputs."""
+    import base64
+    import copy
+
+    notebook = copy.deepcopy(built.notebook)
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4096).decode()  # ~1.4 MB
+    code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    for index in range(int(megabytes / 1.4) + 1):
+        code[index % len(code)]["outputs"].append(
+            {
+                "output_type": "display_data",
+                "data": {"image/png": png, "text/plain": ["<Figure size 640x480 with 1 Axes>"]},
+                "metadata": {},
+            }
+        )
+    markdown = next(c for c in notebook["cells"] if c["cell_type"] == "markdown")
+    markdown["attachments"] = {"plot.png": {"image/png": png}}
+    return notebook
+
+
+def test_saved_outputs_do_not_count_towards_the_size_limit(tmp_path: Path) -> None:
+    from attnkit_autograder.discovery import MAX_SUBMISSION_BYTES, Refused, read_submission_file
+
+    built = builder.build(CORPUS / "01_numpy_attention" / "bilal_loops.py")
+    plotted = tmp_path / "plotted.ipynb"
+    plotted.write_text(json.dumps(with_big_plots(built, 40)), encoding="utf-8")
+    assert plotted.stat().st_size > MAX_SUBMISSION_BYTES
+    assert read_submission_file(plotted) == plotted.read_bytes()
+    # Code over the limit is still refused, outputs or not.
+    bloated = json.loads(json.dumps(built.notebook))
+    bloated["cells"].append(
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": ["x = 1\n"] * (MAX_SUBMISSION_BYTES // 6 + 1),
+        }
+    )
+    too_much_code = tmp_path / "too_much_code.ipynb"
+    too_much_code.write_text(json.dumps(bloated), encoding="utf-8")
+    with pytest.raises(Refused, match="of code"):
+        read_submission_file(too_much_code)
