@@ -430,3 +430,127 @@ def test_saved_outputs_do_not_count_towards_the_size_limit(tmp_path: Path) -> No
     too_much_code.write_text(json.dumps(bloated), encoding="utf-8")
     with pytest.raises(Refused, match="of code"):
         read_submission_file(too_much_code)
+
+
+# -- dropout: judged by its contract, never by the order of random draws ----------------------
+
+DROPOUTS = """
+import torch
+from torch import nn
+
+
+class HandWritten(nn.Module):
+    '''Honest: torch.rand by hand, one draw per head, heads in reverse order.'''
+
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, w):
+        if not self.training or self.p == 0:
+            return w
+        keep = torch.empty_like(w)
+        for h in reversed(range(w.shape[1])):
+            keep[:, h] = (torch.rand_like(w[:, h]) >= self.p).to(w.dtype)
+        return w * keep / (1 - self.p)
+
+
+class KeepsWithP(HandWritten):
+    '''Wrong: keeps a weight with probability p (drops 1 - p), scaled as if right.'''
+
+    def forward(self, w):
+        if not self.training:
+            return w
+        return w * (torch.rand_like(w) < self.p).to(w.dtype) / (1 - self.p)
+
+
+class Unscaled(HandWritten):
+    '''Wrong: drops, but does not divide the kept weights by 1 - p.'''
+
+    def forward(self, w):
+        return w * (torch.rand_like(w) >= self.p).to(w.dtype) if self.training else w
+
+
+class AlsoInEval(HandWritten):
+    '''Wrong: drops in eval mode too.'''
+
+    def forward(self, w):
+        return nn.functional.dropout(w, self.p, training=True)
+
+
+class Never(HandWritten):
+    '''Wrong: no dropout at all.'''
+
+    def forward(self, w):
+        return w
+"""
+DROPOUT_VERDICTS = {"HandWritten": True, "KeepsWithP": False, "Unscaled": False}
+DROPOUT_VERDICTS |= {"AlsoInEval": False, "Never": False}
+
+
+def with_dropout(slug: str, kind: str) -> dict:
+    """The references of ``slug`` with their dropout on the weights replaced by ``kind``."""
+    import torch
+
+    from attnkit_solutions.exercises import reference_namespace
+
+    made: dict = {}
+    exec(DROPOUTS, made)
+    dropout_class = made[kind]
+    namespace = dict(reference_namespace(slug))
+    if slug == "03_causal_attention":
+        base = namespace["ScaledDotProductAttention"]
+
+        class ScaledDotProductAttention(base):
+            def __init__(self, dropout: float = 0.0) -> None:
+                super().__init__(dropout)
+                self.dropout = dropout_class(dropout)
+
+            def forward(self, q, k, v, mask=None):
+                scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+                if mask is not None:
+                    scores = scores.masked_fill(mask, -torch.inf)
+                weights = torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)
+                weights = self.dropout(weights)
+                return weights @ v, weights
+
+        class CausalAttention(namespace["CausalAttention"]):
+            def __init__(self, *args: object, **kwargs: object) -> None:
+                super().__init__(*args, **kwargs)
+                self.attention = ScaledDotProductAttention(self.attention.dropout.p)
+
+        namespace |= {"ScaledDotProductAttention": ScaledDotProductAttention}
+        namespace |= {"CausalAttention": CausalAttention}
+    else:
+
+        class MultiHeadAttention(namespace["MultiHeadAttention"]):
+            def __init__(self, *args: object, **kwargs: object) -> None:
+                super().__init__(*args, **kwargs)
+                self.dropout = dropout_class(self.dropout.p)
+
+        namespace["MultiHeadAttention"] = MultiHeadAttention
+    return namespace
+
+
+@pytest.mark.parametrize("kind", list(DROPOUT_VERDICTS))
+@pytest.mark.parametrize("slug", ["03_causal_attention", "04_multihead_attention"])
+def test_dropout_is_judged_by_its_contract(slug: str, kind: str) -> None:
+    """An honest hand-written, per-head dropout passes; every wrong one fails."""
+    from attnkit.implementation import LocalImplementation
+    from attnkit_autograder.harness import reference_implementation, run_suite
+
+    cells = {
+        "03_causal_attention": {"test_sdpa_masking", "test_causal_attention_dropout"},
+        "04_multihead_attention": {"test_mha_heads"},
+    }[slug]
+    namespace = with_dropout(slug, kind)
+    verdicts = run_suite(
+        LocalImplementation(namespace), slug, reference_implementation(slug), cells
+    )
+    dropout_tests = [v for v in verdicts if "dropout" in v.check]
+    assert len(dropout_tests) == len(cells)
+    failed = [f"{v.check}: {v.message}" for v in dropout_tests if v.status != "passed"]
+    if DROPOUT_VERDICTS[kind]:
+        assert failed == []
+    else:
+        assert len(failed) == len(cells), failed
