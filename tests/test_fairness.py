@@ -560,3 +560,48 @@ def test_dropout_is_judged_by_its_contract(slug: str, kind: str) -> None:
         visible = run_exercise(LocalImplementation(namespace), slug, "ScaledDotProductAttention")
         dropout = [o for o in visible if o.check.startswith("dropout")]
         assert [o.status == "passed" for o in dropout] == [DROPOUT_VERDICTS[kind]]
+
+
+# -- time in ungraded cells, and saved plots, never cost graded points (slow) -----------------
+
+
+@pytest.mark.slow
+def test_a_slow_experiment_and_big_plots_still_get_full_marks(tmp_path: Path) -> None:
+    """A 100 s ``time.sleep`` cell is stopped at its own limit and the exercises are graded
+    with the whole budget; 40 MB of saved plots do not get a notebook refused."""
+    built = builder.build(CORPUS / "01_numpy_attention" / "bilal_loops.py")
+    slow = json.loads(json.dumps(built.notebook))
+    experiment = builder.code_cell("import time\ntime.sleep(100)  # how does T affect speed?")
+    slow["cells"].insert(3, experiment)
+    folder = tmp_path / "submissions"
+    (folder / "sloane").mkdir(parents=True)
+    (folder / "sloane" / "01_numpy_attention.ipynb").write_text(json.dumps(slow))
+    (folder / "plotter").mkdir()
+    (folder / "plotter" / "01_numpy_attention.ipynb").write_text(
+        json.dumps(with_big_plots(built, 40))
+    )
+    out = tmp_path / "out"
+    done = subprocess.run(
+        # A budget shorter than the experiment's limit: it must not be spent on it.
+        [
+            sys.executable,
+            "-m",
+            "attnkit",
+            "grade",
+            str(folder),
+            "--out",
+            str(out),
+            "--budget",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = {
+        r["student"]: r for r in json.loads((out / "grades.json").read_text())["submissions"]
+    }
+    assert set(records) == {"sloane", "plotter"}
+    assert not_full(list(records.values())) == []
+    assert any("time limit" in note for note in records["sloane"]["notes"])
