@@ -115,13 +115,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     all_passed = True
     for slug, path in targets:
         rows = []
-        with kernel_folder(path.resolve().parent):
+        where = path.resolve()  # before the working folder changes
+        with kernel_folder(where.parent):
             # Demo code prints; the table is what matters here.
             with (
                 contextlib.redirect_stdout(io.StringIO()),
                 contextlib.redirect_stderr(io.StringIO()),
             ):
-                run = load_notebook(path, cell_timeout=CELL_TIMEOUT)
+                run = load_notebook(where, cell_timeout=CELL_TIMEOUT)
             notes = run.notes
             impl = LocalImplementation(run.namespace, label=str(path))
             for exercise in ASSIGNMENTS[slug].exercises:

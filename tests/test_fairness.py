@@ -370,9 +370,10 @@ def test_attnkit_check_imports_a_module_the_notebook_writes(tmp_path: Path) -> N
     path = built.write(tmp_path / "work")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
+    relative = Path("..") / path.relative_to(tmp_path)  # as typed, from another folder
     done = subprocess.run(
         # The console script, as students run it (`python -m` would put the cwd on sys.path).
-        [str(Path(sys.executable).parent / "attnkit"), "check", "1", "--notebook", str(path)],
+        [str(Path(sys.executable).parent / "attnkit"), "check", "1", "--notebook", str(relative)],
         capture_output=True,
         text=True,
         cwd=elsewhere,
