@@ -8,8 +8,10 @@ message with a hint; they never show a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +58,24 @@ CELL_TIMEOUT = 30.0
 """Seconds one notebook cell may run in ``attnkit check`` (as in the grader)."""
 
 
+@contextlib.contextmanager
+def kernel_folder(folder: Path) -> Iterator[None]:
+    """Run as a Jupyter kernel started on a notebook in ``folder`` does: ``folder`` is the
+    working folder and importable, so a module one cell writes (%%writefile helper.py)
+    is imported by another. Both are put back afterwards."""
+    previous = Path.cwd()
+    os.chdir(folder)
+    sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(str(folder))
+        os.chdir(previous)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """Run the visible checks against a student's notebook and print a table per exercise."""
-    import contextlib
     import io
 
     from .assignments import ASSIGNMENTS, get_assignment
@@ -98,17 +115,22 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     all_passed = True
     for slug, path in targets:
-        # Demo code prints; the table is what matters here.
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            run = load_notebook(path, cell_timeout=CELL_TIMEOUT)
-        notes = run.notes
-        impl = LocalImplementation(run.namespace, label=str(path))
         rows = []
-        for exercise in ASSIGNMENTS[slug].exercises:
-            with contextlib.redirect_stdout(io.StringIO()):
-                results = run_exercise(impl, slug, exercise.name, timeout_s=args.timeout)
-            rows.append((exercise.name, results))
-            all_passed &= exercise_status(results) == "passed"
+        where = path.resolve()  # before the working folder changes
+        with kernel_folder(where.parent):
+            # Demo code prints; the table is what matters here.
+            with (
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
+                run = load_notebook(where, cell_timeout=CELL_TIMEOUT)
+            notes = run.notes
+            impl = LocalImplementation(run.namespace, label=str(path))
+            for exercise in ASSIGNMENTS[slug].exercises:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    results = run_exercise(impl, slug, exercise.name, timeout_s=args.timeout)
+                rows.append((exercise.name, results))
+                all_passed &= exercise_status(results) == "passed"
         print(render_table(f"{ASSIGNMENTS[slug].title}: {path}", rows))
         for note in notes:
             print(f"note: {note}")

@@ -57,14 +57,14 @@ class Lesson:
         related definitions (e.g. the class a number refers to) in the notebook's
         namespace. Nothing is returned, so a notebook cell shows only the printed report.
         """
-        name = exercise if isinstance(exercise, str) else getattr(exercise, "__name__", None)
+        if namespace is None:
+            caller = inspect.currentframe().f_back
+            namespace = dict(caller.f_globals) if caller is not None else {}
+        name = self.exercise_name(exercise, namespace)
         if name is None:
             names = ", ".join(e.name for e in self.assignment.exercises)
             print(f"check() needs an exercise or its name, e.g. one of: {names}")
             return
-        if namespace is None:
-            caller = inspect.currentframe().f_back
-            namespace = dict(caller.f_globals) if caller is not None else {}
         if not isinstance(exercise, str):
             namespace[name] = exercise
         try:
@@ -82,6 +82,33 @@ class Lesson:
             print(NOT_A_GRADE)
         elif validating():
             raise SelfCheckFailed(f"{name}: {status}")
+
+    def exercise_name(self, exercise: Any, namespace: dict[str, Any]) -> str | None:
+        """The exercise that ``exercise`` answers: its name, or the name it is bound to.
+
+        Any binding of an exercise's name counts, as it does when grading: a lambda, a
+        ``functools.partial``, a ``torch.jit.script``-ed function or a callable object
+        assigned to ``softmax`` is ``softmax``, whatever its own ``__name__``.
+        """
+        if isinstance(exercise, str):
+            return exercise
+        names = [e.name for e in self.assignment.exercises]
+        own = getattr(exercise, "__name__", None)
+        bound = [n for n in names if namespace.get(n) is exercise]
+        if bound:
+            return own if own in bound else bound[0]
+        # Not bound in the caller's globals (e.g. checked from inside a function): the
+        # object's own name, a scripted function's name, or a partial's function's name.
+        candidates = (
+            own,
+            getattr(exercise, "name", None),
+            getattr(getattr(exercise, "func", None), "__name__", None),
+            type(exercise).__name__,
+        )
+        for candidate in candidates:
+            if isinstance(candidate, str) and candidate in names:
+                return candidate
+        return own if isinstance(own, str) else None
 
     @contextmanager
     def demo(self) -> Iterator[None]:

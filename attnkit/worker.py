@@ -163,6 +163,9 @@ def confine(limits: dict[str, Any], scratch: str) -> dict[str, Any]:
     workdir = os.path.join(scratch, f"work-{os.getpid()}")
     os.makedirs(workdir, exist_ok=True)
     os.chdir(workdir)
+    # The kernel's working folder is importable, as in Jupyter: a module one cell writes
+    # (%%writefile helper.py) is imported by another.
+    sys.path.insert(0, workdir)
     os.environ["TMPDIR"] = workdir
     seccomp_on = bool(limits.get("seccomp", True))
     install_seccomp(full=seccomp_on)

@@ -279,7 +279,12 @@ def register(commands: Any) -> None:
     )
     grade.add_argument("--force", action="store_true", help="regrade submissions already graded")
     grade.add_argument("--timeout", type=float, default=10.0, help="seconds per hidden test call")
-    grade.add_argument("--budget", type=float, default=120.0, help="seconds per submission")
+    grade.add_argument(
+        "--budget",
+        type=float,
+        default=120.0,
+        help="seconds per submission for its notebook's cells, and as long again for the hidden tests",
+    )
     grade.add_argument("--memory-mb", type=int, default=2048, help="memory per submission (MiB)")
     grade.add_argument(
         "--cell-timeout",

@@ -31,6 +31,10 @@ from attnkit.assignments import ASSIGNMENTS
 SUFFIXES = (".ipynb", ".py")
 IGNORED_DIRS = {"__pycache__", "feedback"}
 MAX_SUBMISSION_BYTES = 32 * 1024**2
+"""The most code a submission may hold: a notebook is measured with its saved outputs and
+attachments stripped, so plots never get a correct notebook refused."""
+MAX_FILE_BYTES = 256 * 1024**2
+"""The most bytes read from one file at all (outputs included)."""
 MAX_FOLDER_DEPTH = 4
 """Folders below a student's folder that are searched (``student/a/b/c/d/nb.ipynb``)."""
 
@@ -99,12 +103,31 @@ def refusal(path: Path, mode: int, size: int) -> str | None:
         )
     if not stat.S_ISREG(mode):
         return f"{path} is not a regular file (a device, FIFO or socket); submit a notebook file"
-    if size > MAX_SUBMISSION_BYTES:
+    if size > MAX_FILE_BYTES:
         return (
-            f"{path} is {size / 1024**2:.1f} MiB, over the {MAX_SUBMISSION_BYTES // 1024**2} MiB "
+            f"{path} is {size / 1024**2:.1f} MiB, over the {MAX_FILE_BYTES // 1024**2} MiB "
             "limit: clear the notebook's outputs (Edit > Clear All Outputs) and save it again"
         )
     return None
+
+
+def code_bytes(data: bytes) -> int:
+    """The size that counts towards :data:`MAX_SUBMISSION_BYTES`: a notebook's JSON without
+    its cells' outputs and attachments; any other file (or damaged JSON) as it is."""
+    try:
+        notebook = json.loads(data)
+    except (ValueError, RecursionError):
+        return len(data)
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    if not isinstance(cells, list):
+        return len(data)
+    stripped = [
+        {k: v for k, v in cell.items() if k not in ("outputs", "attachments")}
+        if isinstance(cell, dict)
+        else cell
+        for cell in cells
+    ]
+    return len(json.dumps({**notebook, "cells": stripped}).encode("utf-8"))
 
 
 def read_submission_file(path: Path) -> bytes:
@@ -128,10 +151,16 @@ def read_submission_file(path: Path) -> bytes:
         chunks, total = [], 0
         while chunk := os.read(fd, 1024 * 1024):
             total += len(chunk)
-            if total > MAX_SUBMISSION_BYTES:
+            if total > MAX_FILE_BYTES:
                 raise Refused(refusal(path, stat.S_IFREG, total) or "")
             chunks.append(chunk)
-        return b"".join(chunks)
+        data = b"".join(chunks)
+        if total > MAX_SUBMISSION_BYTES and (code := code_bytes(data)) > MAX_SUBMISSION_BYTES:
+            raise Refused(
+                f"{path} holds {code / 1024**2:.1f} MiB of code (outputs aside), over the "
+                f"{MAX_SUBMISSION_BYTES // 1024**2} MiB limit"
+            )
+        return data
     finally:
         os.close(fd)
 

@@ -652,8 +652,9 @@ def missing(submissions: list[Submission], out: Path) -> list[Submission]:
 
 def overrun_limit(settings: GradeSettings) -> float:
     """Seconds a grader may spend on one submission, from its first byte, before it is
-    stopped: the budget, plus room for the grader's own work around the sandboxed calls."""
-    return settings.budget + max(settings.overrun_grace, settings.budget / 2)
+    stopped: the budget for the notebook's cells and again for the hidden tests, plus room
+    for the grader's own work around the sandboxed calls."""
+    return 2 * settings.budget + max(settings.overrun_grace, settings.budget / 2)
 
 
 def describe_grader_exit(exitcode: int | None) -> str:

@@ -75,7 +75,9 @@ def scale_scores(scores: np.ndarray, d_k: int) -> np.ndarray:
     """
     if d_k <= 0:
         raise ValueError(f"d_k must be a positive width, got {d_k}")
-    return np.asarray(scores) / np.sqrt(d_k)
+    # A Python float keeps the dtype (float32 stays float32); np.sqrt(d_k) would be a
+    # float64 scalar, and dividing by it promotes float32 scores to float64.
+    return np.asarray(scores) / d_k**0.5
 
 
 def attention_scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:

@@ -97,3 +97,135 @@ def test_the_lesson_1_dtype_contracts_are_stated() -> None:
     docstrings = released_docstrings("01_numpy_attention")
     assert "same shape and dtype as x (float32 stays float32)" in docstrings["softmax"]
     assert "with the dtype of e (float32 stays float32)" in docstrings["embed_one_hot"]
+
+
+# -- dtype clauses: each one is checked visibly, before grading, and by the hidden suite -------
+
+# A dtype clause is a mention of a dtype in what an exercise returns (after "returns" or
+# "->"); what it is given ("mask: ... bool", "x: a float array") is a precondition.
+DTYPE_WORD = re.compile(r"\bdtypes?\b|\bfloat(?:16|32|64)\b|\bbool\b")
+RETURNS = re.compile(r"\breturns\b|->")
+
+
+def dtype_clauses(docstring: str) -> list[tuple[int, str]]:
+    """(position, the words around it) of every dtype mention in a normalised docstring's
+    returned values."""
+    start = RETURNS.search(docstring)
+    if start is None:
+        return []
+    return [
+        (m.start(), docstring[max(0, m.start() - 40) : m.end() + 30])
+        for m in DTYPE_WORD.finditer(docstring, start.start())
+    ]
+
+
+def covered(docstring: str, position: int, clauses: list[str]) -> bool:
+    """Whether some declared clause spans ``position`` where it occurs in the docstring."""
+    for clause in map(normal, clauses):
+        at = docstring.find(clause)
+        while at != -1:
+            if at <= position < at + len(clause):
+                return True
+            at = docstring.find(clause, at + 1)
+    return False
+
+
+def uncovered_dtype_clauses(
+    docstrings: dict[str, str], declared: dict[str, list[str]]
+) -> list[str]:
+    """'exercise: ...words...' for every dtype clause that no declared clause spans."""
+    return [
+        f"{exercise}: ...{words}..."
+        for exercise, docstring in docstrings.items()
+        for position, words in dtype_clauses(docstring)
+        if not covered(docstring, position, declared.get(exercise, []))
+    ]
+
+
+def visible_declarations(slug: str) -> dict[str, list[str]]:
+    from attnkit.selfcheck import visible_checks
+
+    return {
+        exercise.name: [c for check in visible_checks(slug, exercise.name) for c in check.contract]
+        for exercise in ASSIGNMENTS[slug].exercises
+    }
+
+
+def hidden_declarations(slug: str) -> dict[str, list[str]]:
+    declared: dict[str, list[str]] = {}
+    for _, marks in hidden_tests(slug):
+        for exercise, *clauses in marks:
+            declared.setdefault(exercise, []).extend(clauses)
+    return declared
+
+
+def test_the_dtype_clauses_are_found() -> None:
+    found = {
+        (slug, exercise): len(dtype_clauses(docstring))
+        for slug in ASSIGNMENTS
+        for exercise, docstring in released_docstrings(slug).items()
+        if dtype_clauses(docstring)
+    }
+    # Every exercise that returns arrays states their dtype: 17 exercises, 21 mentions.
+    assert len(found) == 17, found
+    assert sum(found.values()) == 21, found
+    # "same shape and dtype as x (float32 stays float32)": dtype, float32, float32.
+    assert found[("01_numpy_attention", "softmax")] == 3
+    assert ("03_causal_attention", "ScaledDotProductAttention") in found
+
+
+@pytest.mark.parametrize("slug", list(ASSIGNMENTS))
+def test_every_dtype_clause_has_a_visible_check(slug: str) -> None:
+    """A student sees every dtype requirement fail in ``lesson.check`` before grading."""
+    assert uncovered_dtype_clauses(released_docstrings(slug), visible_declarations(slug)) == []
+
+
+@pytest.mark.parametrize("slug", list(ASSIGNMENTS))
+def test_every_dtype_clause_is_graded(slug: str) -> None:
+    assert uncovered_dtype_clauses(released_docstrings(slug), hidden_declarations(slug)) == []
+
+
+@pytest.mark.parametrize("slug", list(ASSIGNMENTS))
+def test_every_visible_declaration_is_a_clause_the_docstring_states(slug: str) -> None:
+    docstrings = released_docstrings(slug)
+    stray = [
+        f"{exercise}: {clause!r}"
+        for exercise, clauses in visible_declarations(slug).items()
+        for clause in clauses
+        if normal(clause) not in docstrings.get(exercise, "")
+    ]
+    assert stray == []
+
+
+def test_an_unchecked_dtype_clause_is_reported() -> None:
+    docstrings = {
+        "f": normal("Contract: x: a bool mask. returns: a float32 array of the dtype of x.")
+    }
+    # "float32" and "dtype" are returned; "a bool mask" is the input's precondition.
+    assert len(uncovered_dtype_clauses(docstrings, {})) == 2
+    half = {"f": ["a float32 array"]}
+    assert len(uncovered_dtype_clauses(docstrings, half)) == 1
+    assert uncovered_dtype_clauses(docstrings, {"f": ["a float32 array of the dtype of x"]}) == []
+
+
+# -- the references keep their own contracts ---------------------------------------------------
+
+
+@pytest.mark.parametrize("slug", list(ASSIGNMENTS))
+def test_every_reference_passes_every_visible_check(slug: str) -> None:
+    """Each reference, run against its exercise's visible checks: every clause they declare
+    (every dtype clause among them) holds for the reference too, not only for students."""
+    from attnkit.implementation import LocalImplementation
+    from attnkit.selfcheck import run_exercise
+    from attnkit_solutions.exercises import reference_namespace
+
+    references = LocalImplementation(reference_namespace(slug), label="reference")
+    failed = [
+        f"{o.exercise}: {o.check}: {o.status} {o.message}"
+        for exercise in ASSIGNMENTS[slug].exercises
+        for o in run_exercise(references, slug, exercise.name)
+        if o.status != "passed"
+    ]
+    assert failed == []
+    declared = visible_declarations(slug)
+    assert uncovered_dtype_clauses(released_docstrings(slug), declared) == []

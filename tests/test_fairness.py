@@ -219,3 +219,390 @@ def test_the_nbgrader_gradebook_path_gives_every_correct_submission_full_marks(
 def assert_full_marks(outcomes: dict) -> None:
     short = [f"{s}: {'; '.join(o.short)}" for s, o in sorted(outcomes.items()) if not o.full]
     assert not short, "correct submissions short of full marks:\n" + "\n".join(short)
+
+
+# -- dtype: "float32 stays float32" is part of the contract -----------------------------------
+
+# Two answers the corpus once counted as correct. Each returns float64 for float32 input,
+# which the contract forbids ("a new NumPy array of the same shape and dtype"); the corpus
+# now holds versions that keep the dtype, and these must fail, visibly and when graded.
+FLOAT64_LEAKS = {
+    "scale_scores": [
+        "def scale_scores(scores, d_k):\n    return np.array(scores, dtype=float) / d_k ** 0.5\n",
+        "def scale_scores(scores, d_k):\n    return scores / np.float64(d_k) ** 0.5\n",
+    ],
+    "attention_scores": [
+        "def attention_scores(Q, K):\n"
+        "    out = np.zeros(Q.shape[:-1] + (K.shape[-2],))\n"
+        "    for i in range(Q.shape[-2]):\n"
+        "        for j in range(K.shape[-2]):\n"
+        "            out[..., i, j] = (Q[..., i, :] * K[..., j, :]).sum(axis=-1)\n"
+        "    return out\n",
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("exercise", "source"),
+    [(e, s) for e, sources in FLOAT64_LEAKS.items() for s in sources],
+    ids=lambda value: value if value in FLOAT64_LEAKS else "",
+)
+def test_a_float64_leak_fails_a_visible_check_and_the_hidden_suite(
+    exercise: str, source: str
+) -> None:
+    import numpy as np
+
+    from attnkit.implementation import LocalImplementation
+    from attnkit.selfcheck import run_exercise
+    from attnkit_autograder.harness import reference_implementation, run_suite
+    from attnkit_autograder.rubric import graded_cells
+    from attnkit_solutions.exercises import reference_namespace
+
+    slug = "01_numpy_attention"
+    namespace = dict(reference_namespace(slug))
+    exec(source, {"np": np}, namespace)
+    visible = run_exercise(LocalImplementation(namespace), slug, exercise)
+    failed = [o for o in visible if o.status != "passed"]
+    assert [o.check for o in failed] == ["float32 in, float32 out"]
+    assert "dtype float64, expected float32" in failed[0].message
+    cell = next(c.grade_id for c in graded_cells(slug) if c.exercise == exercise)
+    verdicts = run_suite(
+        LocalImplementation(namespace), slug, reference_implementation(slug), {cell}
+    )
+    assert any(v.status != "passed" for v in verdicts)
+
+
+# -- lesson.check accepts every binding of an exercise's name ---------------------------------
+
+SOFTMAX_01 = """
+import functools
+import numpy as np
+from attnkit.notebook import Lesson
+lesson = Lesson("01_numpy_attention")
+
+def _stable(x, axis=-1):
+    x = np.asarray(x)
+    top = np.max(np.where(np.isneginf(x), 0, x), axis=axis, keepdims=True)
+    e = np.exp(x - top)
+    total = e.sum(axis=axis, keepdims=True)
+    return np.where(total > 0, e / np.where(total > 0, total, 1), 0).astype(x.dtype)
+"""
+SOFTMAX_02 = """
+import torch
+from torch import nn
+from attnkit.notebook import Lesson
+lesson = Lesson("02_self_attention")
+
+def _stable(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    top = torch.where(torch.isinf(x), torch.zeros_like(x), x).amax(dim=dim, keepdim=True)
+    e = torch.exp(x - top)
+    total = e.sum(dim=dim, keepdim=True)
+    return torch.where(total > 0, e / torch.where(total > 0, total, 1), 0)
+"""
+V2_METHODS = """
+    def __init__(self, d_in, d_out, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x):
+        q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
+        w = _stable(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5)
+        return w @ v
+"""
+BINDINGS = {
+    "lambda": SOFTMAX_01 + "softmax = lambda x, axis=-1: _stable(x, axis)\nlesson.check(softmax)",
+    "partial": SOFTMAX_01 + "softmax = functools.partial(_stable)\nlesson.check(softmax)",
+    "callable object": SOFTMAX_01
+    + "class Softmax:\n    def __call__(self, x, axis=-1):\n        return _stable(x, axis)\n"
+    + "softmax = Softmax()\nlesson.check(softmax)",
+    "jit-scripted, renamed": SOFTMAX_02
+    + "softmax = torch.jit.script(_stable)\nlesson.check(softmax)",
+    "jit-scripted, inside a function": SOFTMAX_02
+    + "def run():\n    @torch.jit.script\n    def softmax(x: torch.Tensor, dim: int = -1)"
+    + " -> torch.Tensor:\n        return _stable(x, dim)\n    lesson.check(softmax)\nrun()",
+    "class from a base class": SOFTMAX_02
+    + "class Base(nn.Module):\n"
+    + V2_METHODS
+    + "class SelfAttention_v2(Base):\n    pass\nlesson.check(SelfAttention_v2)",
+    "class with a mixin": SOFTMAX_02
+    + "class Shapes:\n    def width(self):\n        return self.W_query.out_features\n"
+    + "class SelfAttention_v2(Shapes, torch.nn.modules.module.Module):\n"
+    + V2_METHODS
+    + "lesson.check(SelfAttention_v2)",
+    "class renamed by assignment": SOFTMAX_02
+    + "class MyAttention(nn.Module):\n"
+    + V2_METHODS
+    + "SelfAttention_v2 = MyAttention\nlesson.check(SelfAttention_v2)",
+}
+
+
+@pytest.mark.parametrize("binding", list(BINDINGS))
+def test_lesson_check_accepts_every_binding_of_an_exercise(
+    binding: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import runpy
+    import warnings
+
+    # Run as a script, so TorchScript can read the source (a kernel keeps its cells' too).
+    script = tmp_path / "notebook_cells.py"
+    script.write_text(BINDINGS[binding], encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit.script's own
+        runpy.run_path(str(script), run_name="__main__")
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.split(":")[0] in ("softmax", "SelfAttention_v2"), out
+    checks, total = first.split(": ")[1].split(" of ")
+    assert checks == total.split()[0], out
+    assert "grade comes from the hidden tests" in out
+
+
+# -- the kernel's working folder is importable -------------------------------------------------
+
+
+def test_attnkit_check_imports_a_module_the_notebook_writes(tmp_path: Path) -> None:
+    """As in Jupyter: the notebook's folder is the working folder and importable, so a
+    helper module written with %%writefile in one cell is imported by another (and by an
+    exercise when it is called), wherever ``attnkit check`` is run from."""
+    built = builder.build(CORPUS / "01_numpy_attention" / "lale_writefile_helper.py")
+    path = built.write(tmp_path / "work")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    relative = Path("..") / path.relative_to(tmp_path)  # as typed, from another folder
+    done = subprocess.run(
+        # The console script, as students run it (`python -m` would put the cwd on sys.path).
+        [str(Path(sys.executable).parent / "attnkit"), "check", "1", "--notebook", str(relative)],
+        capture_output=True,
+        text=True,
+        cwd=elsewhere,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (path.parent / "attention_helpers.py").is_file()
+    assert not (elsewhere / "attention_helpers.py").exists()
+
+
+# -- size limits judge the code, not saved outputs ---------------------------------------------
+
+
+def with_big_plots(built: builder.Built, megabytes: int) -> dict:
+    """The notebook as saved after drawing plots: ``megabytes`` MB of base64 PNG outputs."""
+    import base64
+    import copy
+
+    notebook = copy.deepcopy(built.notebook)
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4096).decode()  # ~1.4 MB
+    code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    for index in range(int(megabytes / 1.4) + 1):
+        code[index % len(code)]["outputs"].append(
+            {
+                "output_type": "display_data",
+                "data": {"image/png": png, "text/plain": ["<Figure size 640x480 with 1 Axes>"]},
+                "metadata": {},
+            }
+        )
+    markdown = next(c for c in notebook["cells"] if c["cell_type"] == "markdown")
+    markdown["attachments"] = {"plot.png": {"image/png": png}}
+    return notebook
+
+
+def test_saved_outputs_do_not_count_towards_the_size_limit(tmp_path: Path) -> None:
+    from attnkit_autograder.discovery import MAX_SUBMISSION_BYTES, Refused, read_submission_file
+
+    built = builder.build(CORPUS / "01_numpy_attention" / "bilal_loops.py")
+    plotted = tmp_path / "plotted.ipynb"
+    plotted.write_text(json.dumps(with_big_plots(built, 40)), encoding="utf-8")
+    assert plotted.stat().st_size > MAX_SUBMISSION_BYTES
+    assert read_submission_file(plotted) == plotted.read_bytes()
+    # Code over the limit is still refused, outputs or not.
+    bloated = json.loads(json.dumps(built.notebook))
+    bloated["cells"].append(
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": ["x = 1\n"] * (MAX_SUBMISSION_BYTES // 6 + 1),
+        }
+    )
+    too_much_code = tmp_path / "too_much_code.ipynb"
+    too_much_code.write_text(json.dumps(bloated), encoding="utf-8")
+    with pytest.raises(Refused, match="of code"):
+        read_submission_file(too_much_code)
+
+
+# -- dropout: judged by its contract, never by the order of random draws ----------------------
+
+DROPOUTS = """
+import torch
+from torch import nn
+
+
+class HandWritten(nn.Module):
+    '''Honest: torch.rand by hand, one draw per head, heads in reverse order.'''
+
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, w):
+        if not self.training or self.p == 0:
+            return w
+        keep = torch.empty_like(w)
+        for h in reversed(range(w.shape[1])):
+            keep[:, h] = (torch.rand_like(w[:, h]) >= self.p).to(w.dtype)
+        return w * keep / (1 - self.p)
+
+
+class KeepsWithP(HandWritten):
+    '''Wrong: keeps a weight with probability p (drops 1 - p), scaled as if right.'''
+
+    def forward(self, w):
+        if not self.training:
+            return w
+        return w * (torch.rand_like(w) < self.p).to(w.dtype) / (1 - self.p)
+
+
+class Unscaled(HandWritten):
+    '''Wrong: drops, but does not divide the kept weights by 1 - p.'''
+
+    def forward(self, w):
+        return w * (torch.rand_like(w) >= self.p).to(w.dtype) if self.training else w
+
+
+class AlsoInEval(HandWritten):
+    '''Wrong: drops in eval mode too.'''
+
+    def forward(self, w):
+        return nn.functional.dropout(w, self.p, training=True)
+
+
+class Never(HandWritten):
+    '''Wrong: no dropout at all.'''
+
+    def forward(self, w):
+        return w
+"""
+DROPOUT_VERDICTS = {"HandWritten": True, "KeepsWithP": False, "Unscaled": False}
+DROPOUT_VERDICTS |= {"AlsoInEval": False, "Never": False}
+
+
+def with_dropout(slug: str, kind: str) -> dict:
+    """The references of ``slug`` with their dropout on the weights replaced by ``kind``."""
+    import torch
+
+    from attnkit_solutions.exercises import reference_namespace
+
+    made: dict = {}
+    exec(DROPOUTS, made)
+    dropout_class = made[kind]
+    namespace = dict(reference_namespace(slug))
+    if slug == "03_causal_attention":
+        base = namespace["ScaledDotProductAttention"]
+
+        class ScaledDotProductAttention(base):
+            def __init__(self, dropout: float = 0.0) -> None:
+                super().__init__(dropout)
+                self.dropout = dropout_class(dropout)
+
+            def forward(self, q, k, v, mask=None):
+                scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+                if mask is not None:
+                    scores = scores.masked_fill(mask, -torch.inf)
+                weights = torch.nan_to_num(torch.softmax(scores, dim=-1), nan=0.0)
+                weights = self.dropout(weights)
+                return weights @ v, weights
+
+        class CausalAttention(namespace["CausalAttention"]):
+            def __init__(self, *args: object, **kwargs: object) -> None:
+                super().__init__(*args, **kwargs)
+                self.attention = ScaledDotProductAttention(self.attention.dropout.p)
+
+        namespace |= {"ScaledDotProductAttention": ScaledDotProductAttention}
+        namespace |= {"CausalAttention": CausalAttention}
+    else:
+
+        class MultiHeadAttention(namespace["MultiHeadAttention"]):
+            def __init__(self, *args: object, **kwargs: object) -> None:
+                super().__init__(*args, **kwargs)
+                self.dropout = dropout_class(self.dropout.p)
+
+        namespace["MultiHeadAttention"] = MultiHeadAttention
+    return namespace
+
+
+@pytest.mark.parametrize("kind", list(DROPOUT_VERDICTS))
+@pytest.mark.parametrize("slug", ["03_causal_attention", "04_multihead_attention"])
+def test_dropout_is_judged_by_its_contract(slug: str, kind: str) -> None:
+    """An honest hand-written, per-head dropout passes; every wrong one fails."""
+    from attnkit.implementation import LocalImplementation
+    from attnkit_autograder.harness import reference_implementation, run_suite
+
+    cells = {
+        "03_causal_attention": {"test_sdpa_masking", "test_causal_attention_dropout"},
+        "04_multihead_attention": {"test_mha_heads"},
+    }[slug]
+    namespace = with_dropout(slug, kind)
+    verdicts = run_suite(
+        LocalImplementation(namespace), slug, reference_implementation(slug), cells
+    )
+    dropout_tests = [v for v in verdicts if "dropout" in v.check]
+    assert len(dropout_tests) == len(cells)
+    failed = [f"{v.check}: {v.message}" for v in dropout_tests if v.status != "passed"]
+    if DROPOUT_VERDICTS[kind]:
+        assert failed == []
+    else:
+        assert len(failed) == len(cells), failed
+    if slug == "03_causal_attention":  # the visible check says the same, before grading
+        from attnkit.selfcheck import run_exercise
+
+        visible = run_exercise(LocalImplementation(namespace), slug, "ScaledDotProductAttention")
+        dropout = [o for o in visible if o.check.startswith("dropout")]
+        assert [o.status == "passed" for o in dropout] == [DROPOUT_VERDICTS[kind]]
+
+
+# -- time in ungraded cells, and saved plots, never cost graded points (slow) -----------------
+
+
+@pytest.mark.slow
+def test_a_slow_experiment_and_big_plots_still_get_full_marks(tmp_path: Path) -> None:
+    """A 100 s ``time.sleep`` cell is stopped at its own limit and the exercises are graded
+    with the whole budget; 40 MB of saved plots do not get a notebook refused."""
+    built = builder.build(CORPUS / "01_numpy_attention" / "bilal_loops.py")
+    slow = json.loads(json.dumps(built.notebook))
+    experiment = builder.code_cell("import time\ntime.sleep(100)  # how does T affect speed?")
+    slow["cells"].insert(3, experiment)
+    folder = tmp_path / "submissions"
+    (folder / "sloane").mkdir(parents=True)
+    (folder / "sloane" / "01_numpy_attention.ipynb").write_text(json.dumps(slow))
+    (folder / "plotter").mkdir()
+    (folder / "plotter" / "01_numpy_attention.ipynb").write_text(
+        json.dumps(with_big_plots(built, 40))
+    )
+    out = tmp_path / "out"
+    done = subprocess.run(
+        # A budget shorter than the experiment's limit: it must not be spent on it.
+        [
+            sys.executable,
+            "-m",
+            "attnkit",
+            "grade",
+            str(folder),
+            "--out",
+            str(out),
+            "--budget",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = {
+        r["student"]: r for r in json.loads((out / "grades.json").read_text())["submissions"]
+    }
+    assert set(records) == {"sloane", "plotter"}
+    assert not_full(list(records.values())) == []
+    assert any("time limit" in note for note in records["sloane"]["notes"])

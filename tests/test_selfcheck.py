@@ -37,11 +37,11 @@ def test_check_names_failures_with_hints_and_never_calls_it_a_grade(capsys) -> N
 
 def test_passing_check_says_it_is_not_the_grade(capsys) -> None:
     def scale_scores(scores, d_k):
-        return scores / np.sqrt(d_k)
+        return scores / d_k**0.5
 
     Lesson("01").check(scale_scores)
     out = capsys.readouterr().out
-    assert "1 of 1 visible checks pass" in out and "hidden tests" in out
+    assert "2 of 2 visible checks pass" in out and "hidden tests" in out
 
 
 def test_demo_turns_not_implemented_into_one_line(capsys) -> None:

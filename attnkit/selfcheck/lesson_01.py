@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 from ..compare import expect_array, expect_unchanged, pair
 from ..probe import Probe
+from .dtypes import expect_dtype
 from .registry import visible
 
 SLUG = "01_numpy_attention"
@@ -72,7 +73,12 @@ def scores_batched(probe: Probe) -> None:
     expect_array(probe.call(Q, K)["out"], np.einsum("bqd,bkd->bqk", Q, K), kind="ndarray")
 
 
-@visible(SLUG, "causal_mask", "bool [T, T]: True above the diagonal, False on and below")
+@visible(
+    SLUG,
+    "causal_mask",
+    "bool [T, T]: True above the diagonal, False on and below",
+    contract=("a bool array of shape [num_tokens, num_tokens]",),
+)
 def mask_pattern(probe: Probe) -> None:
     out = probe.call(4)["out"]
     expected = np.array([[j > i for j in range(4)] for i in range(4)])
@@ -121,3 +127,75 @@ def softmax_fully_masked(probe: Probe) -> None:
     expected = torch_softmax(x, -1)
     expected[1] = 0.0  # the kit's policy: a query that may see nothing gets zero weight
     expect_array(probe.call(x)["out"], expected, kind="ndarray", what="softmax of masked rows")
+
+
+# -- dtypes: float32 stays float32 (the checks above use float64 inputs) ----------------------
+
+
+@visible(
+    SLUG,
+    "softmax",
+    "float32 in, float32 out",
+    contract=("a NumPy array of the same shape and dtype as x (float32 stays float32)",),
+)
+def softmax_float32(probe: Probe) -> None:
+    x = np.random.default_rng(3301).normal(size=(3, 4)).astype(np.float32)
+    out = probe.call(x)["out"]
+    expect_dtype(out, np.float32, kind="ndarray", what="softmax of a float32 array")
+    expect_array(out, torch_softmax(x, -1), kind="ndarray", what="softmax of a float32 array")
+
+
+@visible(
+    SLUG,
+    "scale_scores",
+    "float32 in, float32 out",
+    contract=("a new NumPy array of the same shape and dtype, scores / sqrt(d_k)",),
+)
+def scale_float32(probe: Probe) -> None:
+    scores = np.full((2, 3), 8.0, dtype=np.float32)
+    out = probe.call(scores, 16)["out"]
+    expect_dtype(out, np.float32, kind="ndarray", what="scale_scores of float32 scores")
+    expect_array(out, np.full((2, 3), 2.0, dtype=np.float32), kind="ndarray")
+
+
+@visible(
+    SLUG,
+    "attention_scores",
+    "float32 in, float32 out",
+    contract=("a NumPy array [..., T_q, T_k] of the same dtype as Q and K",),
+)
+def scores_float32(probe: Probe) -> None:
+    rng = np.random.default_rng(3302)
+    Q, K = (rng.normal(size=shape).astype(np.float32) for shape in ((3, 4), (5, 4)))
+    out = probe.call(Q, K)["out"]
+    expect_dtype(out, np.float32, kind="ndarray", what="the scores of float32 Q and K")
+    expect_array(out, np.einsum("qd,kd->qk", Q, K), kind="ndarray")
+
+
+@visible(
+    SLUG,
+    "self_attention",
+    "float32 in, float32 context and weights",
+    contract=("(context [..., T, d_v], weights [..., T, T]), NumPy arrays of the dtype of X",),
+)
+def attention_float32(probe: Probe) -> None:
+    rng = np.random.default_rng(3303)
+    X = rng.normal(size=(4, 3)).astype(np.float32)
+    W = [rng.normal(size=(3, 2)).astype(np.float32) for _ in range(3)]
+    context, weights = pair(probe.call(X, *W)["out"], "self_attention")
+    expect_dtype(context, np.float32, kind="ndarray", what="the context of a float32 X")
+    expect_dtype(weights, np.float32, kind="ndarray", what="the weights of a float32 X")
+
+
+@visible(
+    SLUG,
+    "embed_one_hot",
+    "a float32 E gives float32 embeddings",
+    contract=("a NumPy array [..., d] with the dtype of E (float32 stays float32)",),
+)
+def one_hot_float32(probe: Probe) -> None:
+    E = np.random.default_rng(3304).normal(size=(6, 3)).astype(np.float32)
+    ids = np.array([5, 0, 2, 2])
+    out = probe.call(ids, E)["out"]
+    expect_dtype(out, np.float32, kind="ndarray", what="the embeddings of a float32 E")
+    expect_array(out, E[ids], kind="ndarray")

@@ -8,6 +8,7 @@ import torch
 from ..book import BOOK_INPUTS
 from ..compare import CheckFailed, expect_array, expect_shape, expect_unchanged, pair, part
 from ..probe import Probe
+from .dtypes import expect_dtype
 from .registry import visible
 
 SLUG = "02_self_attention"
@@ -21,7 +22,12 @@ def torch_softmax(x: np.ndarray, dim: int) -> np.ndarray:
     return torch.softmax(torch.from_numpy(x), dim=dim).numpy()
 
 
-@visible(SLUG, "softmax", "matches torch.softmax along dim=-1")
+@visible(
+    SLUG,
+    "softmax",
+    "matches torch.softmax along dim=-1",
+    contract=("a tensor of the same shape, dtype and device",),
+)
 def softmax_last(probe: Probe) -> None:
     RNG = np.random.default_rng(1356)  # fixed inputs: fingerprints depend on them
     x = RNG.normal(size=(3, 5)).astype(np.float32)
@@ -107,7 +113,12 @@ def matrix_batched(probe: Probe) -> None:
     expect_array(part(context, 1), alone_context["array"], what="the context of sequence 1")
 
 
-@visible(SLUG, "SelfAttention_v2", "qkv_bias=True: the biases are part of the projections")
+@visible(
+    SLUG,
+    "SelfAttention_v2",
+    "qkv_bias=True: the biases are part of the projections",
+    contract=("context [..., T, d_out], a float32 tensor",),
+)
 def v2_bias(probe: Probe) -> None:
     RNG = np.random.default_rng(2481)  # fixed inputs: fingerprints depend on them
     x = RNG.normal(size=(2, 4, 3)).astype(np.float32)
@@ -134,7 +145,12 @@ def softmax_fully_masked(probe: Probe) -> None:
     )
 
 
-@visible(SLUG, "SelfAttention_v1", "a second d_out: scores scaled by sqrt(d_out = 5)")
+@visible(
+    SLUG,
+    "SelfAttention_v1",
+    "a second d_out: scores scaled by sqrt(d_out = 5)",
+    contract=("context vectors [..., T, d_out], a float32 tensor",),
+)
 def v1_second_d_out(probe: Probe) -> None:
     RNG = np.random.default_rng(3907)  # fixed inputs: fingerprints depend on them
     x = RNG.normal(size=(2, 4, 3)).astype(np.float32)
@@ -158,3 +174,42 @@ def transfer_refuses_bias(probe: Probe) -> None:
             f"copying a v2 built with qkv_bias=True {what}; it should raise ValueError",
             "v1 has no bias to receive v2's: refuse with raise ValueError(...).",
         )
+
+
+# -- dtypes ------------------------------------------------------------------------------------
+
+
+@visible(
+    SLUG,
+    "softmax",
+    "float64 stays float64",
+    contract=("a tensor of the same shape, dtype and device",),
+)
+def softmax_float64(probe: Probe) -> None:
+    x = np.random.default_rng(3305).normal(size=(2, 5))
+    out = probe.call(x, dim=-1)["out"]
+    expect_dtype(out, np.float64, kind="tensor", what="softmax of a float64 tensor")
+    expect_array(out, torch_softmax(x, -1), kind="tensor", what="softmax of a float64 tensor")
+
+
+def keeps_input_dtype(probe: Probe) -> None:
+    for dtype in (np.float32, np.float64):
+        inputs = BOOK_INPUTS.astype(dtype)
+        context, weights = pair(probe.call(inputs)["out"], probe.exercise.name)
+        name = np.dtype(dtype).name
+        expect_dtype(context, dtype, kind="tensor", what=f"the context of {name} inputs")
+        expect_dtype(weights, dtype, kind="tensor", what=f"the weights of {name} inputs")
+
+
+visible(
+    SLUG,
+    "simple_attention_loop",
+    "float32 and float64 inputs keep their dtype",
+    contract=("(context [T, d], weights [T, T]), tensors of the dtype of inputs",),
+)(keeps_input_dtype)
+visible(
+    SLUG,
+    "simple_attention_matrix",
+    "float32 and float64 inputs keep their dtype",
+    contract=("(context [..., T, d], weights [..., T, T]), tensors of the dtype of inputs",),
+)(keeps_input_dtype)

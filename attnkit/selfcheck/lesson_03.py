@@ -7,8 +7,10 @@ import torch
 import torch.nn.functional as F
 
 from ..book import BOOK_INPUTS
-from ..compare import expect_array, expect_shape, expect_unchanged, pair, part
+from ..compare import expect_array, expect_kind, expect_shape, expect_unchanged, pair, part
 from ..probe import Probe
+from .dropout import expect_dropout_rate, expect_dropped_weights
+from .dtypes import expect_dtype
 from .lesson_02 import BOOK
 from .registry import visible
 
@@ -20,12 +22,22 @@ def upper(num_tokens: int) -> np.ndarray:
     return np.array([[j > i for j in range(num_tokens)] for i in range(num_tokens)])
 
 
-@visible(SLUG, "causal_mask", "bool tensor [T, T]: True above the diagonal (blocked)")
+@visible(
+    SLUG,
+    "causal_mask",
+    "bool tensor [T, T]: True above the diagonal (blocked)",
+    contract=("a torch.bool tensor [num_tokens, num_tokens]",),
+)
 def mask_pattern(probe: Probe) -> None:
     expect_array(probe.call(5)["out"], upper(5), kind="tensor", what="causal_mask(5)")
 
 
-@visible(SLUG, "apply_causal_mask", "future scores become -inf, the rest stay, input untouched")
+@visible(
+    SLUG,
+    "apply_causal_mask",
+    "future scores become -inf, the rest stay, input untouched",
+    contract=("a new tensor of the same shape and dtype",),
+)
 def apply_mask(probe: Probe) -> None:
     RNG = np.random.default_rng(5499)  # fixed inputs: fingerprints depend on them
     scores = RNG.normal(size=(2, 4, 4)).astype(np.float32)
@@ -36,7 +48,10 @@ def apply_mask(probe: Probe) -> None:
 
 
 @visible(
-    SLUG, "ScaledDotProductAttention", "matches F.scaled_dot_product_attention (mask inverted)"
+    SLUG,
+    "ScaledDotProductAttention",
+    "matches F.scaled_dot_product_attention (mask inverted)",
+    contract=("(output [..., T_q, d_v], weights [..., T_q, T_k]), tensors of the dtype of q",),
 )
 def sdpa_matches_torch(probe: Probe) -> None:
     RNG = np.random.default_rng(1613)  # fixed inputs: fingerprints depend on them
@@ -105,16 +120,34 @@ def sdpa_fully_masked(probe: Probe) -> None:
     "dropout acts on the weights in training (rows no longer sum to 1), not in eval",
 )
 def sdpa_dropout(probe: Probe) -> None:
+    # Any honest dropout passes, whatever order it draws its random numbers in: each
+    # weight is 0 or w / (1 - p), about p of them are dropped, and eval mode is exact.
     RNG = np.random.default_rng(5127)  # fixed inputs: fingerprints depend on them
-    q, k = (RNG.normal(size=(1, 2, 4, 4)).astype(np.float32) for _ in range(2))
-    v = RNG.normal(size=(1, 2, 4, 3)).astype(np.float32)
-    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
-    weights = torch.softmax(tq @ tk.transpose(-2, -1) / 2.0, -1)
-    _, evaluated = pair(probe.module([0.5], [q, k, v], train=False)["out"], "eval mode")
-    expect_array(evaluated, weights.numpy(), kind="tensor", what="the weights in eval mode")
-    torch.manual_seed(11)
-    dropped = torch.nn.Dropout(0.5)(weights)  # what nn.Dropout does to the weights
-    trained = probe.module([0.5], [q, k, v], train=True, forward_seed=11)["out"]
+    q, k = (RNG.normal(size=(2, 3, 6, 4)).astype(np.float32) for _ in range(2))
+    v = RNG.normal(size=(2, 3, 6, 3)).astype(np.float32)
+    tq, tk = torch.from_numpy(q), torch.from_numpy(k)
+    weights = torch.softmax(tq @ tk.transpose(-2, -1) / 2.0, -1).numpy()
+    _, evaluated = pair(probe.module([0.3], [q, k, v], train=False)["out"], "eval mode")
+    expect_array(evaluated, weights, kind="tensor", what="the weights in eval mode")
+    trained = probe.module([0.3], [q, k, v], train=True, forward_seed=11)["out"]
     output, weights_out = pair(trained, "training mode")
-    expect_array(weights_out, dropped.numpy(), kind="tensor", what="the weights in training mode")
-    expect_array(output, (dropped @ tv).numpy(), kind="tensor", what="the output in training mode")
+    expect_kind(weights_out, "tensor", "the weights in training mode")
+    dropped, counted = expect_dropped_weights(weights_out["array"], weights, 0.3)
+    expect_dropout_rate(dropped, counted, 0.3)
+    expect_array(
+        output,
+        weights_out["array"] @ v,
+        kind="tensor",
+        what="the output in training mode (the returned weights times v)",
+    )
+
+
+@visible(
+    SLUG,
+    "CausalAttention",
+    "returns a float32 tensor",
+    contract=("context vectors [batch, T, d_out], a float32 tensor",),
+)
+def causal_float32(probe: Probe) -> None:
+    out = probe.module([3, 2, 6, 0.0], [BOOK_BATCH], seed=123)["out"]
+    expect_dtype(out, np.float32, kind="tensor")

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from ..assignments import ASSIGNMENTS
 from ..compare import CheckFailed, expect_array, expect_kind, expect_shape, part
 from ..probe import Probe
+from .dtypes import expect_dtype
 from .lesson_03 import BOOK, BOOK_BATCH
 from .registry import visible
 
@@ -32,7 +33,12 @@ def mha_book(probe: Probe) -> None:
     )
 
 
-@visible(SLUG, "MultiHeadAttention", "agrees with F.scaled_dot_product_attention(is_causal=True)")
+@visible(
+    SLUG,
+    "MultiHeadAttention",
+    "agrees with F.scaled_dot_product_attention(is_causal=True)",
+    contract=("a float32 tensor [batch, T, d_out]",),
+)
 def mha_matches_torch(probe: Probe) -> None:
     RNG = np.random.default_rng(2240)  # fixed inputs: fingerprints depend on them
     x = RNG.normal(size=(3, 5, 6)).astype(np.float32)
@@ -83,3 +89,14 @@ def gpt2_parameters(probe: Probe) -> None:
             f"{counted:,} parameters",
             "Count every projection's weights and biases, including out_proj.",
         )
+
+
+@visible(
+    SLUG,
+    "MultiHeadAttentionWrapper",
+    "returns a float32 tensor",
+    contract=("a float32 tensor [batch, T, num_heads * d_out]",),
+)
+def wrapper_float32(probe: Probe) -> None:
+    out = probe.module([3, 2, 6, 0.0, 2], [BOOK_BATCH], seed=123)["out"]
+    expect_dtype(out, np.float32, kind="tensor")

@@ -81,6 +81,13 @@ def test_scale_scores_matches_reference(submission, reference, d_k) -> None:
     same_call(submission, reference, "scale_scores", scores, d_k, **NP)
 
 
+@grade("test_scale_scores")
+@contract("scale_scores", "a new NumPy array of the same shape and dtype, scores / sqrt(d_k)")
+def test_scale_scores_keeps_float32(submission, reference) -> None:
+    scores = randn(3, 4, seed=21, scale=5.0)  # float32
+    same_call(submission, reference, "scale_scores", scores, 16, **NP)
+
+
 @grade("test_attention_scores")
 @contract(
     "attention_scores",
@@ -95,6 +102,13 @@ def test_scale_scores_matches_reference(submission, reference, d_k) -> None:
 def test_attention_scores_matches_reference(submission, reference, q_shape, k_shape) -> None:
     Q = randn(*q_shape, seed=len(q_shape), dtype=np.float64)
     K = randn(*k_shape, seed=len(k_shape) + 10, dtype=np.float64)
+    same_call(submission, reference, "attention_scores", Q, K, **NP)
+
+
+@grade("test_attention_scores")
+@contract("attention_scores", "a NumPy array [..., T_q, T_k] of the same dtype as Q and K")
+def test_attention_scores_keeps_float32(submission, reference) -> None:
+    Q, K = randn(2, 3, 4, seed=22), randn(2, 5, 4, seed=23)  # float32
     same_call(submission, reference, "attention_scores", Q, K, **NP)
 
 
@@ -144,6 +158,18 @@ def test_self_attention_on_verdict_batch(submission, reference) -> None:
     X = verdict_embeddings().astype(np.float64)  # [8, 6, 16] from the dataloader
     W = projections(16, 8, 12, seed=5)
     same_call(submission, reference, "self_attention", X, *W, outputs=2, **NP)
+
+
+@grade("test_self_attention")
+@contract(
+    "self_attention",
+    "(context [..., T, d_v], weights [..., T, T]), NumPy arrays of the dtype of X",
+)
+@pytest.mark.parametrize("causal", [False, True])
+def test_self_attention_keeps_float32(submission, reference, causal) -> None:
+    X = randn(2, 5, 3, seed=24)  # float32, and so are the weights
+    W = [randn(3, d, seed=25 + i) for i, d in enumerate((4, 4, 2))]
+    same_call(submission, reference, "self_attention", X, *W, causal=causal, outputs=2, **NP)
 
 
 @grade("test_self_attention")
@@ -211,7 +237,7 @@ def test_causal_self_attention_ignores_the_future(submission) -> None:
 @grade("test_embed_one_hot")
 @contract(
     "embed_one_hot",
-    "a NumPy array [..., d] with the dtype of E",
+    "a NumPy array [..., d] with the dtype of E (float32 stays float32)",
     "equal to E[token_ids]",
     "(it is not modified)",
 )

@@ -68,6 +68,25 @@ def test_loop_matches_reference(submission, reference, source) -> None:
     same_call(submission, reference, "simple_attention_loop", x, outputs=2, **T)
 
 
+@grade("test_simple_attention_loop")
+@contract(
+    "simple_attention_loop", "(context [T, d], weights [T, T]), tensors of the dtype of inputs"
+)
+def test_loop_keeps_float64(submission, reference) -> None:
+    x = randn(4, 3, seed=31, dtype=np.float64)
+    same_call(submission, reference, "simple_attention_loop", x, outputs=2, **T)
+
+
+@grade("test_simple_attention_matrix")
+@contract(
+    "simple_attention_matrix",
+    "(context [..., T, d], weights [..., T, T]), tensors of the dtype of inputs",
+)
+def test_matrix_keeps_float64(submission, reference) -> None:
+    x = randn(2, 4, 3, seed=32, dtype=np.float64)
+    same_call(submission, reference, "simple_attention_matrix", x, outputs=2, **T)
+
+
 @grade("test_simple_attention_matrix")
 @contract(
     "simple_attention_matrix",

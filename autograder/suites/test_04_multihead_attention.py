@@ -6,8 +6,16 @@ import numpy as np
 import pytest
 
 from attnkit.compare import CheckFailed, expect_kind
+from attnkit.selfcheck.dropout import (
+    expect_dropout_rate,
+    expect_dropped_weights,
+    readable_state,
+    token_permutations,
+    weights_in_output,
+)
 from attnkit_autograder.harness import grade
 from attnkit_autograder.suite_support import (
+    compare_outputs,
     contract,
     expect_causal,
     randn,
@@ -116,20 +124,32 @@ def test_mha_head_dim_scaling_bias_and_gradients(submission, reference) -> None:
     "token t only sees tokens 0..t",
 )
 def test_mha_dropout_and_causality(submission, reference) -> None:
-    x = randn(2, 6, 4, seed=8)
-    for train in (True, False):
-        same_module(
-            submission,
-            reference,
-            "MultiHeadAttention",
-            [4, 6, 6, 0.5, 3],
-            [x],
-            seed=9,
-            train=train,
-            forward_seed=10,
-        )
+    # Each head's weights are read from the output (one-hot tokens, values that copy them
+    # twice, out_proj the identity): one draw for all heads or one per head both pass.
+    p, tokens, heads = 0.3, 5, 2
+    x = token_permutations(10, tokens, seed=8)
+    init = [tokens, heads * 2 * tokens, tokens, p, heads]
+    base = reference.probe("MultiHeadAttention").module(init, [x], seed=9)
+    state = readable_state(base["params"], heads=heads, tokens=tokens)
+    want = reference.probe("MultiHeadAttention").module(init, [x], state=state)
+    got = submission.probe("MultiHeadAttention").module(init, [x], state=state)
+    compare_outputs(got["out"], want["out"], "MultiHeadAttention", "tensor", 1, 1e-5, 1e-4)
+    weights = weights_in_output(want["out"]["array"], x, heads=heads)
+    trained = submission.probe("MultiHeadAttention").module(
+        init, [x], state=state, train=True, forward_seed=10
+    )
+    expect_kind(trained["out"], "tensor", "the output in training mode")
+    shown = weights_in_output(trained["out"]["array"], x, heads=heads, what="the output")
+    dropped, counted = expect_dropped_weights(shown, weights, p)
+    expect_dropout_rate(dropped, counted, p)
     expect_causal(
-        submission, "MultiHeadAttention", [4, 6, 6, 0.0, 3], x, changed_from=4, shift=-7.0, seed=11
+        submission,
+        "MultiHeadAttention",
+        [4, 6, 6, 0.0, 3],
+        randn(2, 6, 4, seed=8),
+        changed_from=4,
+        shift=-7.0,
+        seed=11,
     )
 
 

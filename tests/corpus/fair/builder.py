@@ -394,6 +394,7 @@ PATTERNS: dict[str, Callable[[Built], bool]] = {
     "torch-where": _any_line(r"\btorch\.where\("),
     "large-negative": _any_line(r"-1e9|-1e\d\d|finfo\([^)]*\)\.min"),
     "float32-contract": _any_line(r"float32|\.dtype\)|dtype=\w+\.dtype"),
+    "writefile-helper": _any_line(r"^%%writefile \w+\.py"),
 }
 
 

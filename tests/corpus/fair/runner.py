@@ -15,6 +15,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,8 +65,25 @@ def shell() -> KernelLikeShell:
     return instance
 
 
+@contextlib.contextmanager
+def kernel_folder(folder: Path) -> Iterator[None]:
+    """As a kernel started on a notebook in ``folder``: it is the working folder, and
+    importable (a module one cell writes with %%writefile is imported by another)."""
+    previous = Path.cwd()
+    os.chdir(folder)
+    sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(str(folder))
+        os.chdir(previous)
+
+
 def run_all(path: Path) -> tuple[dict[str, Any], list[CellError]]:
-    """Run every code cell of ``path``; return the namespace and the cells that raised."""
+    """Run every code cell of ``path``; return the namespace and the cells that raised.
+
+    The caller chooses the working folder (see :func:`kernel_folder`)."""
     ipython = shell()
     errors: list[CellError] = []
     sink = io.StringIO()
@@ -89,17 +107,18 @@ def hidden_verdicts(built: Built, path: Path) -> tuple[list[Any], list[CellError
     from attnkit.implementation import LocalImplementation
     from attnkit_autograder.harness import reference_implementation, run_suite
 
-    namespace, errors = run_all(path)
-    host_main = sys.modules.get("__main__")
-    # As in a kernel, the notebook is __main__ while its code is called.
-    sys.modules["__main__"] = KernelLikeShell.instance().user_module
-    try:
-        verdicts = run_suite(
-            LocalImplementation(dict(namespace), label=built.name),
-            built.lesson,
-            reference_implementation(built.lesson),
-        )
-    finally:
-        if host_main is not None:
-            sys.modules["__main__"] = host_main
+    with kernel_folder(path.parent):
+        namespace, errors = run_all(path)
+        host_main = sys.modules.get("__main__")
+        # As in a kernel, the notebook is __main__ while its code is called.
+        sys.modules["__main__"] = KernelLikeShell.instance().user_module
+        try:
+            verdicts = run_suite(
+                LocalImplementation(dict(namespace), label=built.name),
+                built.lesson,
+                reference_implementation(built.lesson),
+            )
+        finally:
+            if host_main is not None:
+                sys.modules["__main__"] = host_main
     return verdicts, errors

@@ -28,7 +28,7 @@ return np.moveaxis(e / total, -1, axis).astype(x.dtype, copy=False)
         "fill",
         "scale_scores",
         """
-return np.einsum("...,->...", scores, 1.0 / np.sqrt(d_k))
+return np.einsum("...,->...", scores, np.asarray(1.0 / np.sqrt(d_k), dtype=scores.dtype))
 """,
     ),
     (

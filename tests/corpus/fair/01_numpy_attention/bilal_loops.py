@@ -23,15 +23,15 @@ return out
         "fill",
         "scale_scores",
         """
-scale = d_k ** 0.5
-return np.array(scores, dtype=float) / scale
+scale = d_k ** 0.5  # a Python float: float32 scores stay float32
+return np.array(scores) / scale
 """,
     ),
     (
         "fill",
         "attention_scores",
         """
-out = np.zeros(Q.shape[:-1] + (K.shape[-2],))
+out = np.zeros(Q.shape[:-1] + (K.shape[-2],), dtype=np.result_type(Q, K))
 for i in range(Q.shape[-2]):
     for j in range(K.shape[-2]):
         out[..., i, j] = (Q[..., i, :] * K[..., j, :]).sum(axis=-1)

@@ -19,7 +19,7 @@ return np.ma.filled(out, 0).astype(x.dtype)
         "fill",
         "scale_scores",
         """
-return np.divide(scores, np.sqrt(d_k))
+return np.divide(scores, d_k**0.5)
 """,
     ),
     (

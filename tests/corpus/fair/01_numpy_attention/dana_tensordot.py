@@ -62,7 +62,7 @@ K = np.tensordot(X, W_k, axes=1)
 V = np.tensordot(X, W_v, axes=1)
 S = scale_scores(attention_scores(Q, K), W_q.shape[1])
 if causal:
-    S = S + np.where(causal_mask(S.shape[-1]), -inf, 0.0)
+    S = S + np.where(causal_mask(S.shape[-1]), -inf, 0.0).astype(S.dtype)
 A = softmax(S, axis=-1)
 return A @ V, A
 """,

@@ -25,7 +25,7 @@ display(softmax(np.array([[1.0, 2.0, 3.0], [-np.inf, -np.inf, -np.inf]])))
         "scale_scores",
         """
 def scale_scores(scores, d_k):
-    return np.true_divide(scores, np.sqrt(d_k))
+    return np.true_divide(scores, np.sqrt(d_k).astype(scores.dtype))
 """,
     ),
     (

@@ -34,7 +34,7 @@ return res
 assert d_k > 0, "d_k must be positive"
 if d_k == 1:
     warnings.warn("d_k = 1: scaling changes nothing")
-return scores / np.sqrt(float(d_k))
+return scores / float(np.sqrt(d_k))
 """,
     ),
     (

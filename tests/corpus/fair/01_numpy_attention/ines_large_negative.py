@@ -21,7 +21,7 @@ return p.astype(x.dtype, copy=False)
         "fill",
         "scale_scores",
         """
-return scores / np.float64(d_k) ** 0.5
+return scores / np.sqrt(d_k, dtype=scores.dtype)
 """,
     ),
     (

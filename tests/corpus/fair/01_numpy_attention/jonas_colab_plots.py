@@ -25,7 +25,7 @@ return e / np.clip(e.sum(axis=axis, keepdims=True), np.finfo(e.dtype).tiny, None
         "fill",
         "scale_scores",
         """
-return scores / np.sqrt(d_k)
+return scores / np.sqrt(d_k, dtype=scores.dtype)
 """,
     ),
     (

@@ -17,12 +17,12 @@ return p / p.sum(dim=dim, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
         "simple_attention_loop",
         """
 T = inputs.shape[0]
-attn_scores = torch.zeros(T, T)
+attn_scores = torch.zeros(T, T, dtype=inputs.dtype)
 for i, x_i in enumerate(inputs):
     for j, x_j in enumerate(inputs):
         attn_scores[i, j] = (x_i * x_j).sum()
 attn_weights = softmax(attn_scores, dim=-1)
-context = torch.zeros(T, inputs.shape[1])
+context = torch.zeros(T, inputs.shape[1], dtype=inputs.dtype)
 for i in range(T):
     for j, x_j in enumerate(inputs):
         context[i] = context[i] + attn_weights[i, j] * x_j

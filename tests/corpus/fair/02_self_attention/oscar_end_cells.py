@@ -23,9 +23,9 @@ def softmax(x, dim=-1):
 
 def simple_attention_loop(inputs):
     T = len(inputs)
-    w = torch.empty(T, T)
+    w = torch.empty(T, T, dtype=inputs.dtype)
     for i in range(T):
-        w[i] = softmax(torch.tensor([float(inputs[i] @ inputs[j]) for j in range(T)]), dim=0)
+        w[i] = softmax(torch.stack([inputs[i] @ inputs[j] for j in range(T)]), dim=0)
     c = torch.stack([(w[i][:, None] * inputs).sum(0) for i in range(T)])
     return c, w
 

@@ -25,9 +25,9 @@ return out
         """
 assert inputs.dim() == 2, "the loop version takes one sequence"
 T = inputs.shape[0]
-weights = torch.zeros(T, T)
+weights = torch.zeros(T, T, dtype=inputs.dtype)
 for i in range(T):
-    row = torch.zeros(T)
+    row = torch.zeros(T, dtype=inputs.dtype)
     for j in range(T):
         row[j] = torch.dot(inputs[i], inputs[j])
     weights[i] = softmax(row, dim=0)

@@ -25,11 +25,11 @@ display(softmax(torch.tensor([[1.0, 2.0], [-torch.inf, -torch.inf]])))
         """
 def simple_attention_loop(inputs):
     n = inputs.shape[0]
-    scores = torch.empty(n, n)
+    scores = torch.empty(n, n, dtype=inputs.dtype)
     for i in range(n):
         for j in range(n):
             scores[i, j] = sum(a * b for a, b in zip(inputs[i], inputs[j]))
-    weights = torch.empty(n, n)
+    weights = torch.empty(n, n, dtype=inputs.dtype)
     for i in range(n):
         weights[i] = softmax(scores[i], dim=0)
     context = torch.empty_like(inputs)
