@@ -283,7 +283,8 @@ def register(commands: Any) -> None:
         "--budget",
         type=float,
         default=120.0,
-        help="seconds per submission for its notebook's cells, and as long again for the hidden tests",
+        help="seconds per submission for its notebook's cells, and as long again for the "
+        "hidden tests",
     )
     grade.add_argument("--memory-mb", type=int, default=2048, help="memory per submission (MiB)")
     grade.add_argument(
