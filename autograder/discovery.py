@@ -30,6 +30,23 @@ from attnkit.assignments import ASSIGNMENTS
 
 SUFFIXES = (".ipynb", ".py")
 IGNORED_DIRS = {"__pycache__", "feedback"}
+OUT_MARKER = ".attnkit-grade.lock"
+"""The file ``attnkit grade`` keeps in every OUT: a folder holding it is a run's output
+(an OUT inside SUBMISSIONS), never a student's folder."""
+
+
+def skipped_folder(path: Path) -> bool:
+    """Folders that are never a student's: hidden ones, caches, feedback, and grading runs'
+    OUT folders (found by their marker, whatever they are called)."""
+    if path.name.startswith(".") or path.name in IGNORED_DIRS:
+        return True
+    try:
+        os.lstat(path / OUT_MARKER)
+    except OSError:
+        return False
+    return True
+
+
 MAX_SUBMISSION_BYTES = 32 * 1024**2
 """The most code a submission may hold: a notebook is measured with its saved outputs and
 attachments stripped, so plots never get a correct notebook refused."""
@@ -358,7 +375,7 @@ def walk_folder(
                 yield Candidate(bad, number, "", parts)
                 continue
             if stat.S_ISDIR(info.st_mode):
-                if path.name.startswith(".") or path.name in IGNORED_DIRS:
+                if skipped_folder(path):
                     continue
                 if forced and slug_in((path.name,)) not in (None, forced):
                     continue  # another assignment's folder (nbgrader layout)
@@ -382,7 +399,7 @@ def walk(root: Path, forced: str | None) -> Iterator[Candidate]:
             student = text_id(path.stem)
             yield Candidate(Submission(student, forced, path, problem, "", "file name"))
         elif stat.S_ISDIR(info.st_mode):
-            if path.name.startswith(".") or path.name in IGNORED_DIRS:
+            if skipped_folder(path):
                 continue
             student, rule, number = identify_folder(path.name)
             yield from walk_student(path, student, rule, number, forced)

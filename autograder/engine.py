@@ -59,7 +59,7 @@ from attnkit.notebook_code import Cell, NotebookError, read_cells
 from attnkit.outcome import ERROR, FAILED, FORBIDDEN, INTERNAL, PASSED, TIMEOUT, Outcome
 
 from .catalogue import diagnose
-from .discovery import Refused, Submission, read_submission_file, text_id
+from .discovery import OUT_MARKER, Refused, Submission, read_submission_file, text_id
 from .harness import run_suite
 from .rubric import GradedCell, graded_cells
 from .sandbox import level_of
@@ -612,7 +612,7 @@ def grader_process(number: int, tasks: Any, results: Any, settings: GradeSetting
 def exclusive(out: Path) -> Iterator[None]:
     """Hold OUT for this run; a second run on the same OUT is refused with what to do."""
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".attnkit-grade.lock", "w") as lock:
+    with open(out / OUT_MARKER, "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -123,3 +123,19 @@ def test_the_readme_self_check_sample_is_what_the_check_prints(capsys) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     sample = readme.split("```text\nsoftmax:", 1)[1].split("```", 1)[0]
     assert printed == ("softmax:" + sample).strip()
+
+
+def test_an_out_folder_inside_the_submissions_is_never_a_student(tmp_path: Path) -> None:
+    """The second run over a folder that holds the first run's OUT grades the same class."""
+    from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
+    from attnkit_autograder.discovery import discover
+    from attnkit_autograder.engine import exclusive
+
+    slug = "02_self_attention"
+    notebook = fill_notebook(released_notebook(slug, ROOT / "assignments"), slug)
+    write_notebook(notebook, tmp_path / f"ada_{slug}.ipynb")
+    out = tmp_path / "grades"  # any name: the run's marker, not the name, says what it is
+    with exclusive(out):
+        write_notebook(notebook, out / "feedback-copy" / f"{slug}.ipynb")
+        write_notebook(notebook, out / f"zed_{slug}.ipynb")
+    assert [s.student for s in discover(tmp_path)] == ["ada"]
