@@ -8,6 +8,7 @@ output, and a test regenerates it to prove it has not drifted.
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 import subprocess
@@ -17,7 +18,9 @@ from pathlib import Path
 
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.errors import KitError
+from attnkit.terminal import printable
 
+from .discovery import COPY_MARKERS, identify_file, identify_folder
 from .rubric import source_notebook
 
 NBGRADER_CONFIG = """\
@@ -32,10 +35,11 @@ c.CourseDirectory.db_url = "sqlite:///{root}/gradebook.db"
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
 
-# zip_collect: files downloaded from an LMS as downloaded/<assignment>/archive/
-# <student>_<anything>.ipynb land in submitted/<student>/<assignment>/<assignment>.ipynb.
-# nbgrader matches the pattern against the whole path of each extracted file.
-c.FileNameCollectorPlugin.named_regexp = r".*/(?P<student_id>[^/_]+)_(?P<file_id>[^/]*)$"
+# zip_collect: files downloaded from an LMS into downloaded/<assignment>/archive/ land in
+# submitted/<student>/<assignment>/<assignment>.ipynb. Who a file belongs to is read the way
+# `attnkit grade` reads it (Canvas, Moodle and Blackboard names, or <student>_<assignment>):
+# ids keep their underscores, dots, hyphens, digits and accents; a name that says no one is
+# reported and skipped, never guessed.
 c.ZipCollectApp.collector_plugin = "attnkit_autograder.course.AssignmentCollector"
 """
 
@@ -46,18 +50,54 @@ def _collector_base() -> type:
     return FileNameCollectorPlugin
 
 
-class AssignmentCollector(_collector_base()):
-    """nbgrader's filename collector, storing every file under the assignment's notebook name.
+def collected_identity(path: Path, slug: str) -> tuple[str, str | None] | None:
+    """(student id, attempt time or None) for an LMS download of assignment ``slug``, read
+    from the part of the name the platform writes (see :mod:`attnkit_autograder.discovery`);
+    None when the name says no one (just the assignment, a renamed copy, control bytes)."""
+    folder_student, folder_rule, _ = identify_folder(path.parent.name)
+    if folder_rule == "moodle":
+        student, when = folder_student, None
+    else:
+        student, rule, _, attempt, _ = identify_file(path.name, slug)
+        if rule == "file name" and (student in (path.stem, slug) or COPY_MARKERS.search(student)):
+            return None
+        when = attempt or None
+    if not student or student in (".", "..") or not student.isprintable():
+        return None
+    if when:  # Blackboard's 2024-03-02-09-30-00
+        day, clock = when[:10], when[11:].replace("-", ":")
+        when = f"{day} {clock}"
+    return student, when
 
-    An LMS download is called ``alice_attempt_2024-03-01.ipynb`` or similar; nbgrader
-    needs ``<assignment>.ipynb`` in the submission folder to match the source notebook.
+
+class AssignmentCollector(_collector_base()):
+    """nbgrader's collector, storing every file under the assignment's notebook name, for the
+    student the platform's part of its name says (:func:`collected_identity`).
+
+    Every file gets a timestamp (the attempt time, else the file's own), so two uploads of
+    one student keep the newer instead of stopping the collection of everyone else's.
     """
 
-    def collect(self, submitted_file):
-        info = super().collect(submitted_file)
-        if info:
-            info["file_id"] = f"{self.parent.coursedir.assignment_id}.ipynb"
-        return info
+    def collect(self, submitted_file: str) -> dict[str, str] | None:
+        path = Path(submitted_file)
+        if path.suffix not in self.valid_ext:
+            return None
+        slug = self.parent.coursedir.assignment_id
+        identity = collected_identity(path, slug)
+        if identity is None:
+            self.log.warning(
+                "%s: cannot tell which student this is, so it was not collected. Rename it "
+                "<student>_%s%s and collect again",
+                printable(path.name),
+                slug,
+                path.suffix,
+            )
+            return None
+        student, when = identity
+        if when is None:
+            stamp = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.UTC)
+            when = stamp.strftime("%Y-%m-%d %H:%M:%S.%f")
+        return {"student_id": student, "file_id": f"{slug}.ipynb", "timestamp": when}
 
 
 def init_course(root: Path) -> list[str]:
