@@ -167,3 +167,12 @@ def get_assignment(slug_or_number: str) -> Assignment:
             return assignment
     known = ", ".join(ASSIGNMENTS)
     raise KeyError(f"unknown assignment {slug_or_number!r}; the assignments are: {known}")
+
+
+def assignment_in_metadata(notebook: object) -> str | None:
+    """The assignment a notebook's own metadata names (``metadata.attnkit.assignment``), if it
+    names a known one: what the notebook says it is, whatever its file is called."""
+    metadata = notebook.get("metadata") if isinstance(notebook, dict) else None
+    kit = metadata.get("attnkit") if isinstance(metadata, dict) else None
+    slug = kit.get("assignment") if isinstance(kit, dict) else None
+    return slug if isinstance(slug, str) and slug in ASSIGNMENTS else None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .assignments import assignment_in_metadata
 from .errors import KitError
 
 
@@ -74,6 +75,18 @@ def kernel_folder(folder: Path) -> Iterator[None]:
         os.chdir(previous)
 
 
+def notebook_assignment(path: Path) -> str | None:
+    """The lesson a notebook file says it is, or None (not a notebook, unreadable, silent)."""
+    import json
+
+    if path.suffix != ".ipynb":
+        return None
+    try:
+        return assignment_in_metadata(json.loads(path.read_bytes()))
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """Run the visible checks against a student's notebook and print a table per exercise."""
     import io
@@ -113,6 +126,13 @@ def cmd_check(args: argparse.Namespace) -> int:
                 "assignments/ folder), or pass --notebook PATH.",
             )
 
+    for slug, path in targets:
+        named = notebook_assignment(path)
+        if named is not None and named != slug:
+            raise KitError(
+                f"{path} is the {named} notebook (its metadata says so), not {slug}.",
+                f"Check it as that lesson: attnkit check {named} --notebook {path}",
+            )
     all_passed = True
     for slug, path in targets:
         rows = []

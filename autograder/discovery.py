@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from attnkit.assignments import ASSIGNMENTS
+from attnkit.assignments import ASSIGNMENTS, assignment_in_metadata
 
 SUFFIXES = (".ipynb", ".py")
 IGNORED_DIRS = {"__pycache__", "feedback"}
@@ -199,14 +199,6 @@ def parse_notebook(data: bytes, path: Path) -> tuple[object, str | None]:
         return None, f"{path} is not valid notebook JSON ({exc}); re-download or re-save it"
 
 
-def metadata_assignment(notebook: object) -> str | None:
-    """The assignment a notebook's metadata names, if it names a known one."""
-    metadata = notebook.get("metadata") if isinstance(notebook, dict) else None
-    kit = metadata.get("attnkit") if isinstance(metadata, dict) else None
-    slug = kit.get("assignment") if isinstance(kit, dict) else None
-    return slug if isinstance(slug, str) and slug in ASSIGNMENTS else None
-
-
 # -- who and which assignment --------------------------------------------------------------------
 
 
@@ -317,9 +309,22 @@ def examine(
         notebook, damage = parse_notebook(data, path)
     except Refused as exc:
         return slug, str(exc), digest
+    named = assignment_in_metadata(notebook)
     if slug is None:
-        return metadata_assignment(notebook), damage, digest
+        return named, damage, digest
+    if named is not None and named != slug:
+        # A lesson-1 notebook handed in as lesson 2 would fail every test of lesson 2 with
+        # messages about keywords; say what happened instead of giving a silent 0.
+        return slug, wrong_lesson(path, named, slug), digest
     return slug, None, digest  # other damage is reported, in detail, when it is graded
+
+
+def wrong_lesson(path: Path, named: str, slug: str) -> str:
+    return (
+        f"{path.name} was handed in as {slug}, but the notebook itself is {named} (its "
+        f"metadata says so): hand in the {slug} notebook, or grade this file as {named} "
+        f"with --assignment {named}"
+    )
 
 
 def file_candidate(

@@ -41,6 +41,14 @@ def push_grades(course: Path, records: list[dict[str, Any]]) -> list[str]:
             slug, student = record["assignment"], record["student"]
             if slug is None:
                 continue
+            if record.get("status") != "graded":
+                # An ungraded submission has no points to give: never a 0 in the gradebook,
+                # and never over a score another grader (nbgrader autograde) wrote there.
+                notes.append(
+                    f"{student}/{slug}: not graded ({str(record.get('error'))[:200]}); the "
+                    "gradebook keeps what it had"
+                )
+                continue
             try:
                 gradebook.find_assignment(slug)
             except MissingEntry:

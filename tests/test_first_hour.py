@@ -139,3 +139,35 @@ def test_an_out_folder_inside_the_submissions_is_never_a_student(tmp_path: Path)
         write_notebook(notebook, out / "feedback-copy" / f"{slug}.ipynb")
         write_notebook(notebook, out / f"zed_{slug}.ipynb")
     assert [s.student for s in discover(tmp_path)] == ["ada"]
+
+
+def test_a_notebook_of_another_lesson_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """A lesson-1 notebook handed in as lesson 2: its own metadata says which lesson it is,
+    so the row says so (and what to do) instead of a page of wrong-keyword failures."""
+    from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
+    from attnkit_autograder.discovery import discover
+
+    lesson_1 = fill_notebook(
+        released_notebook("01_numpy_attention", ROOT / "assignments"), "01_numpy_attention"
+    )
+    write_notebook(lesson_1, tmp_path / "ada_02_self_attention.ipynb")
+    (submission,) = discover(tmp_path)
+    assert submission.assignment == "02_self_attention"
+    assert submission.problem is not None
+    assert "the notebook itself is 01_numpy_attention" in submission.problem
+    assert "--assignment 01_numpy_attention" in submission.problem
+    (forced,) = discover(tmp_path, "01_numpy_attention")
+    assert forced.problem is None
+
+
+def test_attnkit_check_refuses_a_notebook_of_another_lesson(tmp_path: Path, capsys) -> None:
+    from attnkit.cli import main
+    from attnkit_autograder.corpus import released_notebook, write_notebook
+
+    path = write_notebook(
+        released_notebook("01_numpy_attention", ROOT / "assignments"), tmp_path / "mine.ipynb"
+    )
+    assert main(["check", "2", "--notebook", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "is the 01_numpy_attention notebook (its metadata says so), not 02_self_attention" in err
+    assert "attnkit check 01_numpy_attention --notebook" in err
