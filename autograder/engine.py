@@ -323,6 +323,51 @@ def explain_failures(slug: str, tests: list[dict[str, Any]], calls: dict[str, li
             test["hint"] = mistake.hint
 
 
+IPYTHON_INPUT = re.compile(r"\s*\(<ipython-input-[^>]*>, line \d+\)")
+
+
+def defines(source: str, name: str) -> bool:
+    """Whether ``source`` holds ``def name`` or ``class name`` (read as text, so a cell that
+    does not even parse still says what it meant to define)."""
+    return (
+        re.search(rf"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+{re.escape(name)}\b", source, re.M)
+        is not None
+    )
+
+
+def first_line(source: str) -> str:
+    line = next((ln.strip() for ln in source.splitlines() if ln.strip()), "")
+    return line if len(line) <= 50 else line[:47] + "..."
+
+
+def lead_with_cell_errors(
+    tests: list[dict[str, Any]], cells: list[Cell], failures: dict[int, Any]
+) -> None:
+    """Say the real cause first: a failing exercise whose own cell raised (a SyntaxError, a
+    NameError at definition time) leads with that cell's error, and gets no hint or mistake
+    name that the tests' later symptoms ("is not defined") would suggest."""
+    for test in tests:
+        if test["status"] == PASSED:
+            continue
+        for cell in cells:
+            failure = failures.get(cell.index)
+            if failure is None or not defines(cell.source, test["exercise"]):
+                continue
+            at = f" at line {failure.line}" if failure.line else ""
+            said = IPYTHON_INPUT.sub("", failure.message)  # the line is given already
+            what = (
+                f"ran out of its time{at}"
+                if failure.status == "timeout"
+                else f"raised {failure.error_type}{at}: {said}"
+            )
+            test["message"] = (
+                f"the cell that defines {test['exercise']} (it starts `{first_line(cell.source)}`) "
+                f"{what}. Fix that cell first: the tests then saw: {test['message']}"
+            )
+            test["hint"], test["diagnosis"] = None, None
+            break
+
+
 def better_of(first: list[Outcome], second: list[Outcome]) -> list[Outcome]:
     """Per graded cell, the verdicts of whichever run passed more of that cell's tests."""
     chosen = []
@@ -421,6 +466,7 @@ def grade_submission(
         return error_record(submission, internal[0].message, fault="grader")
     tests = score_cells(slug, verdicts)
     explain_failures(slug, tests, recorder.calls)
+    lead_with_cell_errors(tests, cells, impl.cell_failures)
     lap("diagnosis")
     return {
         "student": submission.student,

@@ -137,7 +137,9 @@ def render_html(record: dict[str, Any]) -> str:
     rows = []
     for test in record["tests"]:
         status = test["status"]
-        detail = e(test["message"]) if test["message"] else ""
+        # An ungradable file's reason is said once, above the table, not under every cell.
+        said_above = record.get("status") == "error"
+        detail = e(test["message"]) if test["message"] and not said_above else ""
         if test.get("diagnosis"):
             detail += (
                 f'<div class="mistake">Looks like a classic mistake: '
@@ -226,8 +228,8 @@ def render_text(record: dict[str, Any]) -> str:
             f"- {test['exercise']} ({test['grade_id']}): {test['status']}, "
             f"{test['points']:g}/{test['max_points']:g}"
         )
-        if test["status"] != "passed" and test["message"]:
-            lines.append(f"    {test['message']}")
+        if test["status"] != "passed" and test["message"] and record["status"] != "error":
+            lines.append(f"    {test['message']}")  # an ungradable file's reason is said once
         if test.get("diagnosis"):
             lines.append(f"    Looks like a classic mistake: {test['diagnosis']['title']}.")
         if test.get("hint"):

@@ -149,6 +149,8 @@ class IsolatedSubmission:
         self.stopped_cells: set[int] = set()
         self.stop_notes: list[str] = []
         self.notes_taken = False
+        self.cell_failures: dict[int, CellOutcome] = {}
+        """What each cell that raised or ran out of time did, by cell index (first run)."""
         self.spawned = 0
         self.timed_out: set[str] = set()
         self.endings: list[WorkerEnd] = []
@@ -270,12 +272,15 @@ class IsolatedSubmission:
             # call timed out), it is skipped rather than paid for again.
             self.stopped_cells.add(cell.index)
         line = reported.get("line")
-        outcome = CellOutcome(
+        outcome = self.cell_failures.setdefault(
             cell.index,
-            status=str(reported["status"]),
-            error_type=_text(reported.get("error_type"), 80),
-            message=_text(reported.get("message"), 200),
-            line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+            CellOutcome(
+                cell.index,
+                status=str(reported["status"]),
+                error_type=_text(reported.get("error_type"), 80),
+                message=_text(reported.get("message"), 200),
+                line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+            ),
         )
         return outcome.note(limit)
 

@@ -171,3 +171,44 @@ def test_attnkit_check_refuses_a_notebook_of_another_lesson(tmp_path: Path, caps
     err = capsys.readouterr().err
     assert "is the 01_numpy_attention notebook (its metadata says so), not 02_self_attention" in err
     assert "attnkit check 01_numpy_attention --notebook" in err
+
+
+@pytest.mark.slow
+def test_a_syntax_error_leads_the_exercise_row_in_every_report(tmp_path: Path) -> None:
+    from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
+    from attnkit_autograder.discovery import Submission
+    from attnkit_autograder.engine import GradeSettings, grade_submission
+    from attnkit_autograder.feedback import render_html, render_text
+
+    slug = "02_self_attention"
+    body = "q = x @ self.W_query\nk = x @ self.W_key\nreturn softmax(q @ k.T, dim=-1 @ x"
+    notebook = fill_notebook(released_notebook(slug, ROOT / "assignments"), slug,
+                             {"SelfAttention_v1": body})  # fmt: skip
+    path = write_notebook(notebook, tmp_path / f"sam_{slug}.ipynb")
+    record = grade_submission(Submission("sam", slug, path), GradeSettings(budget=90.0))
+    v1 = [t for t in record["tests"] if t["exercise"] == "SelfAttention_v1"]
+    assert v1 and all(t["status"] != "passed" for t in v1)
+    for test in v1:
+        assert test["message"].startswith("the cell that defines SelfAttention_v1")
+        assert (
+            "raised SyntaxError at line" in test["message"]
+            and "ipython-input" not in test["message"]
+        )
+        assert test["hint"] is None and test["diagnosis"] is None
+    assert "raised SyntaxError" in render_text(record) and "raised SyntaxError" in render_html(
+        record
+    )
+
+
+def test_a_damaged_files_reason_is_said_once(tmp_path: Path) -> None:
+    from attnkit_autograder.discovery import Submission
+    from attnkit_autograder.engine import error_record
+    from attnkit_autograder.feedback import render_html, render_text
+
+    path = tmp_path / "sam_02_self_attention.ipynb"
+    path.write_text("{")
+    record = error_record(
+        Submission("sam", "02_self_attention", path), "is not valid notebook JSON"
+    )
+    assert render_text(record).count("is not valid notebook JSON") == 1
+    assert render_html(record).count("is not valid notebook JSON") == 1
