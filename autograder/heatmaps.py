@@ -10,6 +10,7 @@ pipeline does. Rendering them is :mod:`attnkit_autograder.feedback`'s job.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -50,48 +51,94 @@ def pair_weights(result: dict[str, Any]) -> np.ndarray:
     return np.asarray(out["items"][1]["array"], dtype=np.float64)
 
 
-def lesson_1(impl: Any, n: int) -> list[tuple[str, np.ndarray]]:
+Maps = Callable[[], list[np.ndarray]]
+Pipeline = list[tuple[list[str], Maps]]
+"""Groups of maps: their titles, and how to compute them from one implementation (each
+group is computed on its own, so one exercise that fails leaves the others' maps)."""
+
+
+def lesson_1(impl: Any, n: int) -> Pipeline:
     """The student's self_attention with causal=True (their mask, scaling and softmax)."""
     ids, _ = sentence()
     x = embeddings(ids, np.float64)
     weights = [projection(1, D_K, np.float64), projection(2, D_K, np.float64)]
     kwargs = {"args": [x, *weights, projection(3, D_V, np.float64)], "kwargs": {"causal": True}}
-    result = impl.run("call_function", name="self_attention", framework="numpy", **kwargs)
-    return [("self_attention(..., causal=True)", pair_weights(result))]
+
+    def maps() -> list[np.ndarray]:
+        result = impl.run("call_function", name="self_attention", framework="numpy", **kwargs)
+        return [pair_weights(result)]
+
+    return [(["self_attention(..., causal=True)"], maps)]
 
 
-def lesson_2(impl: Any, n: int) -> list[tuple[str, np.ndarray]]:
+def lesson_2(impl: Any, n: int) -> Pipeline:
+    """simple_attention_matrix's weights, and SelfAttention_v1's and v2's read off their
+    outputs: the input is each token's position as a one-hot vector followed by its
+    embedding; queries and keys come from the embedding and the values are the one-hot
+    positions, so output row i is row i of the module's own attention weights."""
     ids, _ = sentence()
-    result = impl.run(
-        "call_function",
-        name="simple_attention_matrix",
-        args=[embeddings(ids, np.float32) / 2],  # smaller inputs: a map that is not one-hot
-        kwargs={},
-        framework="torch",
-    )
-    return [("simple_attention_matrix", pair_weights(result))]
+    emb = embeddings(ids, np.float32)
+    x = np.concatenate([np.eye(n, dtype=np.float32), emb], axis=1)
+    zeros = np.zeros((n, n), dtype=np.float32)
+    query = np.vstack([zeros, projection(1, n, np.float32)])  # [d_in, n], as x @ W
+    key = np.vstack([zeros, projection(2, n, np.float32)])
+    value = np.vstack([np.eye(n, dtype=np.float32), np.zeros((HEATMAP_WIDTH, n), np.float32)])
+
+    def matrix() -> list[np.ndarray]:
+        result = impl.run(
+            "call_function",
+            name="simple_attention_matrix",
+            args=[emb / 2],  # smaller inputs: a map that is not one-hot
+            kwargs={},
+            framework="torch",
+        )
+        return [pair_weights(result)]
+
+    def module(name: str, state: dict[str, np.ndarray]) -> Maps:
+        def maps() -> list[np.ndarray]:
+            out = impl.run(
+                "run_module", name=name, init_args=[x.shape[1], n], inputs=[x], state=state
+            )
+            array = np.asarray(out["out"].get("array"), dtype=np.float64)
+            if array.shape != (n, n):
+                raise ValueError(f"{name} returned shape {list(array.shape)}, expected [{n}, {n}]")
+            return [array]
+
+        return maps
+
+    v1 = {"W_query": query, "W_key": key, "W_value": value}
+    v2 = {f"{k}.weight": w.T.copy() for k, w in v1.items()}  # nn.Linear stores [d_out, d_in]
+    return [
+        (["simple_attention_matrix"], matrix),
+        (["SelfAttention_v1"], module("SelfAttention_v1", v1)),
+        (["SelfAttention_v2"], module("SelfAttention_v2", v2)),
+    ]
 
 
-def lesson_3(impl: Any, n: int) -> list[tuple[str, np.ndarray]]:
+def lesson_3(impl: Any, n: int) -> Pipeline:
     """The student's causal_mask fed to the student's ScaledDotProductAttention."""
     ids, _ = sentence()
-    mask = impl.run("call_function", name="causal_mask", args=[n], kwargs={}, framework="torch")
-    if "array" not in mask["out"]:
-        raise ValueError("causal_mask did not return a tensor")
     x = embeddings(ids, np.float32)
     q, k = x @ projection(1, D_K, np.float32), x @ projection(2, D_K, np.float32)
     v = x @ projection(3, D_V, np.float32)
-    result = impl.run(
-        "run_module",
-        name="ScaledDotProductAttention",
-        init_args=[],
-        inputs=[q[None, None], k[None, None], v[None, None], mask["out"]["array"]],
-    )
-    weights = pair_weights(result)
-    return [("causal_mask + ScaledDotProductAttention", weights.reshape(weights.shape[-2:]))]
+
+    def maps() -> list[np.ndarray]:
+        mask = impl.run("call_function", name="causal_mask", args=[n], kwargs={}, framework="torch")
+        if "array" not in mask["out"]:
+            raise ValueError("causal_mask did not return a tensor")
+        result = impl.run(
+            "run_module",
+            name="ScaledDotProductAttention",
+            init_args=[],
+            inputs=[q[None, None], k[None, None], v[None, None], mask["out"]["array"]],
+        )
+        weights = pair_weights(result)
+        return [weights.reshape(weights.shape[-2:])]
+
+    return [(["causal_mask + ScaledDotProductAttention"], maps)]
 
 
-def lesson_4(impl: Any, n: int) -> list[tuple[str, np.ndarray]]:
+def lesson_4(impl: Any, n: int) -> Pipeline:
     """Each head's weights, read off the output of the wrapper and of the fused layer.
 
     The input is each token's position as a one-hot vector followed by its embedding.
@@ -119,19 +166,29 @@ def lesson_4(impl: Any, n: int) -> list[tuple[str, np.ndarray]]:
         "out_proj.weight": np.eye(HEADS * n, dtype=np.float32),
         "out_proj.bias": np.zeros(HEADS * n, dtype=np.float32),
     }
-    maps = []
-    for name, init, state in (
-        ("MultiHeadAttentionWrapper", [d_in, n, n, 0.0, HEADS], wrapper_state),
-        ("MultiHeadAttention", [d_in, HEADS * n, n, 0.0, HEADS], fused_state),
-    ):
-        out = impl.run("run_module", name=name, init_args=init, inputs=[x[None]], state=state)
-        array = np.asarray(out["out"].get("array"), dtype=np.float64)
-        if array.shape != (1, n, HEADS * n):
-            raise ValueError(
-                f"{name} returned shape {list(array.shape)}, expected [1, {n}, {HEADS * n}]"
-            )
-        maps += [(f"{name}, head {h}", array[0, :, h * n : (h + 1) * n]) for h in range(HEADS)]
-    return maps
+
+    def module(name: str, init: list[Any], state: dict[str, np.ndarray]) -> Maps:
+        def maps() -> list[np.ndarray]:
+            out = impl.run("run_module", name=name, init_args=init, inputs=[x[None]], state=state)
+            array = np.asarray(out["out"].get("array"), dtype=np.float64)
+            if array.shape != (1, n, HEADS * n):
+                raise ValueError(
+                    f"{name} returned shape {list(array.shape)}, expected [1, {n}, {HEADS * n}]"
+                )
+            return [array[0, :, h * n : (h + 1) * n] for h in range(HEADS)]
+
+        return maps
+
+    return [
+        (
+            [f"{name}, head {h}" for h in range(HEADS)],
+            module(name, init, state),
+        )
+        for name, init, state in (
+            ("MultiHeadAttentionWrapper", [d_in, n, n, 0.0, HEADS], wrapper_state),
+            ("MultiHeadAttention", [d_in, HEADS * n, n, 0.0, HEADS], fused_state),
+        )
+    ]
 
 
 PIPELINES = {
@@ -172,36 +229,43 @@ def findings(weights: np.ndarray, reference: np.ndarray, causal: bool) -> list[s
     return found
 
 
+def computed(maps: Maps, count: int, n: int) -> list[np.ndarray] | str:
+    """A group's maps, or why they could not be drawn (the student's code may fail in any way,
+    return anything, or be cut short: that is said, never raised)."""
+    try:
+        arrays = maps()
+        if len(arrays) != count or any(np.shape(a) != (n, n) for a in arrays):
+            return f"weights of shape {[list(np.shape(a)) for a in arrays]}, expected [{n}, {n}]"
+        return [np.asarray(a, dtype=np.float64) for a in arrays]
+    except Exception as exc:
+        return f"{getattr(exc, 'type_name', type(exc).__name__)}: {exc}"[:200]
+
+
 def collect_heatmap(slug: str, submission: Any, reference: Any) -> dict[str, Any] | None:
-    """The student's and the reference's attention maps on the same inputs (or why not)."""
+    """The student's and the reference's attention maps on the same inputs (or why not), one
+    group of maps per exercise, each drawn or explained on its own."""
     if slug not in PIPELINES:
         return None
     pipeline, causal = PIPELINES[slug]
     _, labels = sentence()
-    answers: dict[str, list[tuple[str, np.ndarray]] | str] = {}
-    for who, impl in (("reference", reference), ("student", submission)):
-        try:
-            maps = pipeline(impl, len(labels))
-            for title, weights in maps:
-                if weights.shape != (len(labels), len(labels)):
-                    raise ValueError(f"{title}: weights of shape {list(weights.shape)}")
-            answers[who] = maps
-        except Exception as exc:  # the student's code may fail in any way: say so instead
-            answers[who] = f"{getattr(exc, 'type_name', type(exc).__name__)}: {exc}"[:200]
-    reference_maps = answers["reference"]
-    if isinstance(reference_maps, str):
-        raise RuntimeError(f"the reference pipeline failed: {reference_maps}")
-    student = answers["student"]
+    n = len(labels)
     maps = []
-    for index, (title, expected) in enumerate(reference_maps):
-        entry: dict[str, Any] = {"title": title, "reference": expected.tolist()}
-        if isinstance(student, str):
-            entry |= {"student": None, "student_error": student, "findings": []}
-        else:
-            weights = student[index][1]
-            entry |= {
-                "student": weights.tolist(),
-                "findings": findings(weights, expected, causal),
-            }
-        maps.append(entry)
+    for (titles, want), (_, got) in zip(
+        pipeline(reference, n), pipeline(submission, n), strict=True
+    ):
+        expected = computed(want, len(titles), n)
+        if isinstance(expected, str):
+            raise RuntimeError(f"the reference pipeline failed: {expected}")
+        student = computed(got, len(titles), n)
+        for index, title in enumerate(titles):
+            entry: dict[str, Any] = {"title": title, "reference": expected[index].tolist()}
+            if isinstance(student, str):
+                entry |= {"student": None, "student_error": student, "findings": []}
+            else:
+                weights = student[index]
+                entry |= {
+                    "student": weights.tolist(),
+                    "findings": findings(weights, expected[index], causal),
+                }
+            maps.append(entry)
     return {"tokens": labels, "causal": causal, "maps": maps}

@@ -53,7 +53,7 @@ def cells(svg: str) -> list[str]:
 
 @pytest.mark.parametrize(
     ("name", "maps"),
-    [("ok1_loops", 1), ("ok2_copy_loop", 1), ("ok3_causal_styles", 1), ("ok4_mha_styles", 4)],
+    [("ok1_loops", 1), ("ok2_copy_loop", 3), ("ok3_causal_styles", 1), ("ok4_mha_styles", 4)],
 )
 def test_a_correct_pipeline_draws_the_reference_maps_without_findings(name, maps, tmp_path):
     slug, impl = student(name, tmp_path)
@@ -158,3 +158,14 @@ def test_titles_are_captions_and_labels_are_readable(tmp_path):
     for svg in re.findall(r"<svg.*?</svg>", page, re.S)[1:]:  # the colour bar comes first
         first_cell = int(re.search(r'<rect x="(\d+)"', svg).group(1))
         assert first_cell >= widest * size * 0.6
+
+
+def test_lesson_2_draws_the_exercise_that_failed(tmp_path):
+    """A SelfAttention_v1 without scaling: the v1 map says how it differs, the maps of the
+    exercises that are right (simple_attention_matrix, v2) say nothing."""
+    slug, impl = student("l2_v1_unscaled", tmp_path)
+    maps = {entry["title"]: entry for entry in heatmap(slug, impl)["maps"]}
+    assert set(maps) == {"simple_attention_matrix", "SelfAttention_v1", "SelfAttention_v2"}
+    assert maps["SelfAttention_v1"]["findings"]
+    assert maps["simple_attention_matrix"]["findings"] == []
+    assert maps["SelfAttention_v2"]["findings"] == []
