@@ -184,8 +184,12 @@ def expect_array(
             at = tuple(int(i) for i in np.argwhere(~expected_finite & (got64 != expected64))[0])
         else:
             at = tuple(int(i) for i in np.unravel_index(np.argmax(diff - tolerance), diff.shape))
+        if same_infinities:
+            lead = f"largest difference {diff.max():.4g} at {list(at)} "
+        else:  # an infinity or NaN the answer must have: no difference to speak of
+            lead = f"at {list(at)} the answer is not finite "
         raise CheckFailed(
-            f"wrong values in {what}: largest difference {diff.max():.4g} at {list(at)} "
+            f"wrong values in {what}: {lead}"
             f"(expected {_fmt(expected64[at])}, got {_fmt(got64[at])}); "
             f"near there, expected {_window(expected64, at)} got {_window(got64, at)}"
         )

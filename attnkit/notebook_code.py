@@ -64,9 +64,15 @@ class CellOutcome:
     message: str = ""
     line: int | None = None
 
-    def note(self, limit: float | None = None) -> str:
-        """What happened, where, and what the student can do about it."""
-        where = f"code cell {self.index}" + (f", line {self.line}" if self.line else "")
+    def note(self, limit: float | None = None, source: str = "") -> str:
+        """What happened, where, and what the student can do about it. The cell is named by
+        its place among the code cells (its number after Run All) and, given its
+        ``source``, by its first line, which is what a student can find."""
+        first = next((ln.strip() for ln in source.splitlines() if ln.strip()), "")
+        if len(first) > 40:
+            first = first[:37] + "..."
+        where = f"code cell {self.index}" + (f" (`{first}`)" if first else "")
+        where += f", line {self.line}" if self.line else ""
         if self.status == "timeout":
             within = f" {limit:.0f} s" if limit else ""
             return (
@@ -135,7 +141,8 @@ def read_cells(path: Path, raw: bytes | None = None) -> list[Cell]:
     except (ValueError, RecursionError, MemoryError) as exc:
         # ValueError: JSONDecodeError, and numbers longer than Python will convert.
         if isinstance(exc, json.JSONDecodeError):
-            reason = f"{exc.msg} at line {exc.lineno}"
+            # json's own wording may end in "at" ("Unterminated string starting at").
+            reason = f"{exc.msg}, line {exc.lineno} column {exc.colno}"
         else:
             reason = "too deeply nested" if isinstance(exc, RecursionError) else "a value too large"
         raise NotebookError(
@@ -336,10 +343,16 @@ class NotebookRun:
     outcomes: list[CellOutcome] = field(default_factory=list)
     live_at_cell: dict[str, dict[str, Any]] = field(default_factory=dict)
     """grade_id -> {name: the object bound to that name when the graded cell was reached}."""
+    sources: dict[int, str] = field(default_factory=dict)
+    """Each cell's source by index, so a note can quote the cell's first line."""
 
     @property
     def notes(self) -> list[str]:
-        return [o.note() for o in self.outcomes if o.status in ("error", "timeout")]
+        return [
+            o.note(source=self.sources.get(o.index, ""))
+            for o in self.outcomes
+            if o.status in ("error", "timeout")
+        ]
 
 
 def run_cells(
@@ -362,6 +375,7 @@ def run_cells(
             }
         if cell.is_check_cell:
             continue
+        run.sources[cell.index] = cell.source
         run.outcomes.append(run_cell(shell, cell, cell_timeout))
     sys.stdout.flush()
     return run

@@ -282,7 +282,7 @@ class IsolatedSubmission:
                 line=line if isinstance(line, int) and not isinstance(line, bool) else None,
             ),
         )
-        return outcome.note(limit)
+        return outcome.note(limit, cell.source)
 
     def _exchange(self, request: dict[str, Any], timeout: float, doing: str) -> Any:
         assert self._channel is not None

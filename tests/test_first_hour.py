@@ -212,3 +212,29 @@ def test_a_damaged_files_reason_is_said_once(tmp_path: Path) -> None:
     )
     assert render_text(record).count("is not valid notebook JSON") == 1
     assert render_html(record).count("is not valid notebook JSON") == 1
+
+
+def test_messages_say_what_happened_in_plain_words(tmp_path: Path) -> None:
+    """No "at at line 1" from json's own wording, no "largest difference 0" for an
+    infinity that should be there, and a cell named by its first line too."""
+    import numpy as np
+
+    from attnkit.compare import CheckFailed, expect_array
+    from attnkit.notebook_code import CellOutcome, NotebookError, read_cells
+
+    path = tmp_path / "damaged.ipynb"
+    path.write_text('{"cells": [{"source": "unterminated')
+    with pytest.raises(NotebookError) as damaged:
+        read_cells(path)
+    assert " at at " not in str(damaged.value) and "line 1 column" in str(damaged.value)
+
+    expected = np.array([[0.0, -np.inf]])
+    with pytest.raises(CheckFailed) as wrong:
+        expect_array({"kind": "ndarray", "array": np.zeros((1, 2))}, expected)
+    assert "largest difference 0" not in wrong.value.message
+    assert "expected -inf, got 0" in wrong.value.message
+
+    note = CellOutcome(11, "error", "NameError", "name 'x' is not defined", 2).note(
+        source="\n\ndef softmax(x, axis=-1):\n    return y\n"
+    )
+    assert note.startswith("code cell 11 (`def softmax(x, axis=-1):`), line 2: raised NameError")

@@ -58,7 +58,9 @@ def test_a_cell_that_raises_is_noted_with_its_line_and_later_cells_still_run(tmp
     )
     run = load_notebook(path)
     assert run.namespace["AFTER"] == 2
-    assert any(n.startswith("code cell 2, line 2: raised ZeroDivisionError") for n in run.notes)
+    assert any(
+        n.startswith("code cell 2 (`x = 1`), line 2: raised ZeroDivisionError") for n in run.notes
+    )
     assert any(n.startswith("code cell 3") and "SyntaxError" in n for n in run.notes)
 
 
