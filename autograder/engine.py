@@ -308,7 +308,9 @@ def explain_failures(slug: str, tests: list[dict[str, Any]], calls: dict[str, li
         if test["status"] not in explained:
             continue
         helpers = failing_helpers(slug, exercise, failing)
-        if helpers:
+        if helpers and not test["message"].startswith(f"{exercise} is not defined"):
+            # An exercise that is not even defined fails whatever its helpers do: "fix the
+            # helper first" would point the student at the wrong cell.
             test["hint"] = fix_helpers_first(exercise, helpers)
             continue
         if exercise not in found:

@@ -238,3 +238,21 @@ def test_messages_say_what_happened_in_plain_words(tmp_path: Path) -> None:
         source="\n\ndef softmax(x, axis=-1):\n    return y\n"
     )
     assert note.startswith("code cell 11 (`def softmax(x, axis=-1):`), line 2: raised NameError")
+
+
+def test_fix_the_helper_first_only_when_the_helper_can_be_the_cause() -> None:
+    from attnkit_autograder.engine import explain_failures
+
+    def entry(exercise: str, message: str) -> dict:
+        return {"exercise": exercise, "grade_id": f"test_{exercise}", "status": "error",
+                "message": message, "hint": None, "diagnosis": None}  # fmt: skip
+
+    undefined = [
+        entry("softmax", "wrong values"),
+        entry("simple_attention_matrix", "simple_attention_matrix is not defined: the ..."),
+    ]
+    explain_failures("02_self_attention", undefined, {})
+    assert undefined[1]["hint"] is None
+    wrong = [entry("softmax", "wrong values"), entry("simple_attention_matrix", "wrong values")]
+    explain_failures("02_self_attention", wrong, {})
+    assert "fix `softmax` first" in wrong[1]["hint"]
