@@ -35,6 +35,7 @@ def test_grades_land_in_nbgraders_gradebook_and_export(tmp_path: Path) -> None:
     for student, notebook in (("ada", fill_notebook(released, SLUG)), ("bo", released)):
         write_notebook(notebook, course / "submitted" / student / SLUG / f"{SLUG}.ipynb")
     damaged = course / "submitted" / "cy" / SLUG / f"{SLUG}.ipynb"
+    damaged.parent.mkdir(parents=True)
     damaged.write_text('{"cells": [')  # cannot be graded: never a 0 in the gradebook
 
     graded = attnkit("grade", str(course), "--out", str(tmp_path / "out"), "--jobs", "2")
