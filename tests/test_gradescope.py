@@ -209,7 +209,7 @@ def test_buggy_notebook_gets_partial_credit(autograder: Path) -> None:
     # A wrong embed_one_hot: worth 1 point, and no other exercise uses it.
     buggy = fill_notebook(released, SLUG, {"embed_one_hot": "return E[token_ids] * 0"})
     results = run_autograder(autograder, buggy)
-    assert results["score"] == FULL_MARKS - 1
+    assert results["score"] == FULL_MARKS - 1, results.get("output")
     failed = [t for t in results["tests"] if t["status"] == "failed"]
     assert [t["name"] for t in failed] == ["embed_one_hot: test_embed_one_hot"]
     assert failed[0]["score"] == 0 and "wrong values" in failed[0]["output"]
