@@ -71,7 +71,7 @@ def test_the_whole_course_loop(tmp_path: Path) -> None:
 
     archive = course / "downloaded" / SLUG / "archive"
     for student, notebook in submissions().items():
-        write_notebook(notebook, archive / f"{student}_attempt_1.ipynb")
+        write_notebook(notebook, archive / f"{student}_{SLUG}.ipynb")
     run_nbgrader(course, "zip_collect", SLUG, "--force")
     for student in submissions():
         assert (course / "submitted" / student / SLUG / f"{SLUG}.ipynb").is_file()
