@@ -144,7 +144,7 @@ for (let i = 0; i < cells.length; i++) {
   const source = cell.sharedModel.getSource();
   if (source.includes('def scale_scores(')) {
     cell.sharedModel.setSource(source.replace(
-      '# YOUR CODE HERE\\n    raise NotImplementedError()', 'return scores / np.sqrt(d_k)'));
+      '# YOUR CODE HERE\\n    raise NotImplementedError()', 'return scores / d_k ** 0.5'));
     return true;
   }
 }
@@ -170,7 +170,7 @@ def test_student_fills_runs_checks_and_validates(lab, browser) -> None:
     assert browser.execute_script(FILL), "no scale_scores cell to fill in"
     wait_for(
         browser,
-        "return document.body.innerText.includes('return scores / np.sqrt(d_k)')",
+        "return document.body.innerText.includes('return scores / d_k ** 0.5')",
         what="the answer to show in the cell",
     )
     shot(browser, "2-answered")
@@ -178,7 +178,7 @@ def test_student_fills_runs_checks_and_validates(lab, browser) -> None:
     browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     wait_for(
         browser,
-        "return document.body.innerText.includes('scale_scores: 1 of 1 visible checks pass')",
+        "return document.body.innerText.includes('scale_scores: 2 of 2 visible checks pass')",
         what="the self-check output",
     )
     wait_for(browser, KERNEL_IDLE, what="all cells to finish")
