@@ -373,13 +373,21 @@ def test_workers_the_grader_ended_or_that_ended_themselves_are_not_blamed_on_the
 
 
 def test_a_submission_whose_worker_is_killed_from_outside_is_regraded(tmp_path: Path) -> None:
-    from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
+    from attnkit_autograder.corpus import (
+        add_cell,
+        fill_notebook,
+        released_notebook,
+        write_notebook,
+    )
     from attnkit_autograder.discovery import Submission
     from attnkit_autograder.engine import GradeSettings, grade_safely
 
     slug = "02_self_attention"
     released = released_notebook(slug, ROOT / "assignments")
-    path = write_notebook(fill_notebook(released, slug), tmp_path / "ann.ipynb")
+    # A cell that takes a few seconds keeps the first worker alive long enough to be
+    # killed, however fast the machine grades the rest.
+    notebook = add_cell(fill_notebook(released, slug), "import time\ntime.sleep(3)", 0)
+    path = write_notebook(notebook, tmp_path / "ann.ipynb")
     settings = GradeSettings(call_timeout=10.0, cell_timeout=10.0, budget=90.0)
     stop, killed = threading.Event(), []
     killer = threading.Thread(target=kill_first_worker, args=(stop, killed, 1.0))
