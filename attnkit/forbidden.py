@@ -126,7 +126,7 @@ class Recorder:
         self.kernels = frozenset(kernels)
         self.patterns = tuple(sorted(patterns))
         self.canaries = {"asked": 0, "function": 0, "kernel": 0}
-        self._in_canary = False
+        self._in_canary: Any = None
         self._tampered = False
         self.functions: dict[Any, str] = {}
         for path in functions:
@@ -147,7 +147,7 @@ class Recorder:
             def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 name = recorder.functions.get(func)
                 if recorder._in_canary:
-                    recorder.canaries["function"] += func is _canary_function()
+                    recorder.canaries["function"] += func is recorder._in_canary
                 elif name is not None:
                     recorder.used.setdefault(name + _where())
                 return func(*args, **(kwargs or {}))
@@ -156,7 +156,7 @@ class Recorder:
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 name = str(func.overloadpacket)
                 if recorder._in_canary:
-                    recorder.canaries["kernel"] += "softmax" in name
+                    recorder.canaries["kernel"] += any(p in name for p in SOFTMAX_PATTERNS)
                 elif name in recorder.kernels or any(p in name for p in recorder.patterns):
                     recorder.used.setdefault(f"{name}, PyTorch's kernel{_where()}")
                 return func(*args, **(kwargs or {}))
@@ -183,11 +183,11 @@ class Recorder:
         import torch
 
         self.canaries["asked"] += 1
-        self._in_canary = True
+        self._in_canary = torch.softmax  # the function the modes must see, while it runs
         try:
             torch.softmax(torch.zeros(2), 0)
         finally:
-            self._in_canary = False
+            self._in_canary = None
 
     def unverified(self) -> str | None:
         """Why this recorder's findings cannot be trusted (None when every canary was seen)."""
@@ -200,13 +200,6 @@ class Recorder:
                 "dispatch hooks while it ran"
             )
         return None
-
-
-@functools.cache
-def _canary_function() -> Any:
-    import torch
-
-    return torch.softmax
 
 
 # -- static findings: notes for the instructor, never a verdict -------------------------------
@@ -295,8 +288,10 @@ def _kit_reach(node: ast.AST) -> str | None:
     if not (isinstance(current, ast.Name) and current.id == "attnkit"):
         return None
     path = ["attnkit", *reversed(chain)]
-    if path[:3] == ["attnkit", "notebook", "Lesson"] or path == ["attnkit", "notebook"]:
-        return None
+    for module, name in PUBLIC_FROM_KIT:
+        allowed = [*module.split("."), name]
+        if path[: len(allowed)] == allowed or path == allowed[:-1]:
+            return None
     return ".".join(path[:3])
 
 

@@ -68,9 +68,7 @@ class CellOutcome:
         """What happened, where, and what the student can do about it. The cell is named by
         its place among the code cells (its number after Run All) and, given its
         ``source``, by its first line, which is what a student can find."""
-        first = next((ln.strip() for ln in source.splitlines() if ln.strip()), "")
-        if len(first) > 40:
-            first = first[:37] + "..."
+        first = first_line(source, 40)
         where = f"code cell {self.index}" + (f" (`{first}`)" if first else "")
         where += f", line {self.line}" if self.line else ""
         if self.status == "timeout":
@@ -83,6 +81,13 @@ class CellOutcome:
             f"{where}: raised {self.error_type}: {self.message}. The cells after it still ran; "
             "to see it yourself, restart the kernel and run all cells."
         )
+
+
+def first_line(source: str, width: int) -> str:
+    """A cell's first non-blank line, at most ``width`` characters: what a student can find
+    the cell by (Jupyter shows no cell numbers until the cells have run)."""
+    line = next((ln.strip() for ln in source.splitlines() if ln.strip()), "")
+    return line if len(line) <= width else line[: width - 3] + "..."
 
 
 def _nesting_depth(text: str) -> int:

@@ -55,7 +55,7 @@ from attnkit.diagnosis import (
 from attnkit.errors import KitError
 from attnkit.files import as_new_file
 from attnkit.forbidden import scan_source, tampering
-from attnkit.notebook_code import Cell, NotebookError, read_cells
+from attnkit.notebook_code import Cell, NotebookError, first_line, read_cells
 from attnkit.outcome import ERROR, FAILED, FORBIDDEN, INTERNAL, PASSED, TIMEOUT, Outcome
 
 from .catalogue import diagnose
@@ -337,11 +337,6 @@ def defines(source: str, name: str) -> bool:
     )
 
 
-def first_line(source: str) -> str:
-    line = next((ln.strip() for ln in source.splitlines() if ln.strip()), "")
-    return line if len(line) <= 50 else line[:47] + "..."
-
-
 def lead_with_cell_errors(
     tests: list[dict[str, Any]], cells: list[Cell], failures: dict[int, Any]
 ) -> None:
@@ -362,8 +357,9 @@ def lead_with_cell_errors(
                 if failure.status == "timeout"
                 else f"raised {failure.error_type}{at}: {said}"
             )
+            start = first_line(cell.source, 50)
             test["message"] = (
-                f"the cell that defines {test['exercise']} (it starts `{first_line(cell.source)}`) "
+                f"the cell that defines {test['exercise']} (it starts `{start}`) "
                 f"{what}. Fix that cell first: the tests then saw: {test['message']}"
             )
             test["hint"], test["diagnosis"] = None, None
