@@ -49,7 +49,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     """Grade submissions in isolated workers; write OUT/grades.json and OUT/grades.csv."""
     from tqdm import tqdm
 
-    from . import discovery, engine
+    from . import discovery, pipeline, results, supervisor
 
     if not args.submissions.exists():
         raise KitError(f"{args.submissions} does not exist.", "Pass a folder of submissions.")
@@ -67,7 +67,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
             f"found no submissions (.ipynb or .py files) under {args.submissions}.",
             "Give a folder per student, nbgrader's submitted/ folder, or notebook files.",
         )
-    settings = engine.GradeSettings(
+    settings = pipeline.GradeSettings(
         call_timeout=args.timeout,
         budget=args.budget,
         memory_mb=args.memory_mb,
@@ -110,8 +110,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
         # Refuse now, with the fix, rather than record every submission as an error.
         level = sandbox.check_sandbox(sandbox.SandboxSettings())
         print(f"sandbox: {level}")
-    with engine.exclusive(args.out):
-        todo = engine.pending(submissions, args.out, settings, args.force)
+    with results.exclusive(args.out):
+        todo = results.pending(submissions, args.out, settings.feedback, args.force)
         skipped = len(submissions) - len(todo)
         if skipped:
             print(
@@ -121,22 +121,22 @@ def cmd_grade(args: argparse.Namespace) -> int:
             total=len(todo), unit="submission", desc="grading", disable=None, file=raw(sys.stderr)
         )
         with progress as bar:
-            outcome = engine.grade_all(todo, args.out, settings, args.jobs, progress=bar.update)
-        absent = engine.missing(submissions, args.out)
+            outcome = supervisor.grade_all(todo, args.out, settings, args.jobs, progress=bar.update)
+        absent = results.missing(submissions, args.out)
         try:
-            records = engine.write_gradebook(args.out, submissions)
+            records = results.write_gradebook(args.out, submissions)
         except OSError as exc:
             if absent:
-                report_missing(absent, outcome.lost, engine.result_path, args.out)
+                report_missing(absent, outcome.lost, results.result_path, args.out)
             raise KitError(
-                engine.disk_advice(args.out / "grades.json", exc) + ".",
+                results.disk_advice(args.out / "grades.json", exc) + ".",
                 "grades.json and grades.csv were left as they were (both old, never half-written).",
             ) from None
         if args.feedback:
             from . import feedback
 
             reports = feedback.write_feedback(args.out)
-    print(engine.summary_table(records))
+    print(results.summary_table(records))
     print(f"wrote {args.out / 'grades.json'} and {args.out / 'grades.csv'}")
     if args.feedback:
         print(f"wrote {len(reports)} feedback reports (HTML and text) in {args.out / 'feedback'}")
@@ -154,7 +154,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
             print(f"note: {note}")
         print(f"grades written to the nbgrader gradebook of {course}")
     if absent:
-        report_missing(absent, outcome.lost, engine.result_path, args.out)
+        report_missing(absent, outcome.lost, results.result_path, args.out)
         return 1
     return 0
 

@@ -33,7 +33,7 @@ from .corpus import (
     released_notebook,
     write_notebook,
 )
-from .engine import storage_name
+from .results import storage_name
 
 SLUG = "02_self_attention"
 ZEROS_V2 = "return torch.zeros(*x.shape[:-1], self.W_query.out_features)"

@@ -241,7 +241,7 @@ def write_feedback(out: Path) -> list[Path]:
     """Render feedback for every result under OUT/results (atomically, like everything)."""
     import json
 
-    from .engine import write_atomic
+    from .results import write_atomic
 
     written = []
     for path in sorted((out / "results").glob("*/*.json")):

@@ -11,7 +11,7 @@ source beside them (so ``/autograder/source`` holds ``pyproject.toml``):
   build of PyTorch from PyTorch's CPU index, the kit, and the lesson data. Grading needs no
   network afterwards.
 * ``run_autograder`` runs per submission: it grades ``/autograder/submission/*.ipynb`` with
-  :func:`attnkit_autograder.engine.grade_submission` and writes
+  :func:`attnkit_autograder.pipeline.grade_submission` and writes
   ``/autograder/results/results.json``.
 
 Every graded cell becomes one Gradescope test, shown ``after_published`` by default.
@@ -196,7 +196,7 @@ def pick_notebooks(submission_dir: Path, slug: str) -> list[Path]:
 def grade_for_gradescope(root: Path, slug: str, visibility: str) -> dict[str, Any]:
     """Grade ``root/submission`` and return Gradescope's results document."""
     from .discovery import Submission
-    from .engine import grade_safely
+    from .pipeline import grade_safely
 
     started = time.monotonic()
     notebooks = pick_notebooks(root / "submission", slug)
@@ -206,7 +206,7 @@ def grade_for_gradescope(root: Path, slug: str, visibility: str) -> dict[str, An
         results["output"] += f" Found: {names}."
         return results
     settings = sandbox_for_gradescope()
-    record = grade_safely(Submission("submission", slug, notebooks[0]), settings, 0)
+    record = grade_safely(Submission("submission", slug, notebooks[0]), settings)
     results = to_results({"submissions": [record]}, visibility)
     results["execution_time"] = round(time.monotonic() - started)
     print(f"sandbox: {record.get('sandbox', 'unknown')}")  # stdout is hidden from students
@@ -219,7 +219,7 @@ GRADESCOPE_USER = "attnkit-student"
 def sandbox_for_gradescope() -> Any:
     """bubblewrap where the container allows it; else the separate unprivileged user that
     setup.sh created. Never no isolation: if neither works, grading fails loudly."""
-    from .engine import GradeSettings
+    from .pipeline import GradeSettings
     from .sandbox import SandboxSettings, SandboxUnavailable, check_sandbox
 
     try:

@@ -12,7 +12,7 @@ import pytest
 
 from attnkit.errors import KitError
 from attnkit_autograder.demo import CLASS, MARKER, SLUG, prepare_out
-from attnkit_autograder.engine import storage_name
+from attnkit_autograder.results import storage_name
 
 
 @pytest.mark.slow

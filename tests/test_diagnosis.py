@@ -16,7 +16,9 @@ from attnkit.selfcheck import run_exercise
 from attnkit_autograder.catalogue import load_mistakes
 from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
 from attnkit_autograder.discovery import discover
-from attnkit_autograder.engine import GradeSettings, grade_all, write_gradebook
+from attnkit_autograder.pipeline import GradeSettings
+from attnkit_autograder.results import write_gradebook
+from attnkit_autograder.supervisor import grade_all
 
 ROOT = Path(__file__).resolve().parents[1]
 MISTAKES = load_mistakes()

@@ -37,8 +37,9 @@ from attnkit.notebook_code import load_definitions
 from attnkit.selfcheck import run_exercise
 from attnkit_autograder.catalogue import load_mistakes
 from attnkit_autograder.corpus import CorpusCase, case_notebook, read_case, write_notebook
-from attnkit_autograder.engine import explain_failures, score_cells
+from attnkit_autograder.explain import explain_failures
 from attnkit_autograder.harness import reference_implementation, run_suite
+from attnkit_autograder.scoring import score_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = sorted((ROOT / "tests" / "corpus" / "mistakes").glob("*.py"))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from attnkit_autograder import engine
+from attnkit_autograder import pipeline, results
 from attnkit_autograder.discovery import (
     MAX_SUBMISSION_BYTES,
     Refused,
@@ -19,7 +19,8 @@ from attnkit_autograder.discovery import (
     discover,
     read_submission_file,
 )
-from attnkit_autograder.engine import error_record, result_path, write_atomic, write_gradebook
+from attnkit_autograder.records import error_record
+from attnkit_autograder.results import result_path, write_atomic, write_gradebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "assignments" / "02_self_attention" / "02_self_attention.ipynb"
@@ -205,7 +206,7 @@ def test_a_full_disk_leaves_both_gradebook_files_as_they_were(tmp_path: Path, mo
     submissions = fake_results(tmp_path, ["ann", "ben"])
     write_gradebook(tmp_path, submissions[:1])
     before = {n: (tmp_path / n).read_bytes() for n in ("grades.json", "grades.csv")}
-    real_stage, calls = engine.stage, []
+    real_stage, calls = results.stage, []
 
     def stage(path: Path, text: str) -> str:
         calls.append(path.name)
@@ -213,13 +214,13 @@ def test_a_full_disk_leaves_both_gradebook_files_as_they_were(tmp_path: Path, mo
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_stage(path, text)
 
-    monkeypatch.setattr(engine, "stage", stage)
+    monkeypatch.setattr(results, "stage", stage)
     with pytest.raises(OSError) as raised:
         write_gradebook(tmp_path, submissions)
     assert calls == ["grades.json", "grades.csv"]
     assert {n: (tmp_path / n).read_bytes() for n in before} == before
     assert not list(tmp_path.glob(".grades*.tmp"))
-    advice = engine.disk_advice(tmp_path / "grades.json", raised.value)
+    advice = results.disk_advice(tmp_path / "grades.json", raised.value)
     assert "is full" in advice and "run the same command again" in advice
 
 
@@ -230,25 +231,25 @@ def test_grader_failures_are_retried_once_then_blamed_on_the_grader(tmp_path, mo
     submission = Submission("ann", SLUG, tmp_path / "ann.py", None, "0" * 64)
     failures = iter([RuntimeError("flaky"), None])
 
-    def once(sub, settings, slot):
+    def once(sub, settings):
         failure = next(failures)
         if failure:
             raise failure
         return {**error_record(sub, "fine"), "status": "graded", "error": None}
 
-    monkeypatch.setattr(engine, "grade_submission", once)
-    assert engine.grade_safely(submission, engine.GradeSettings(), 0)["status"] == "graded"
+    monkeypatch.setattr(pipeline, "grade_submission", once)
+    assert pipeline.grade_safely(submission, pipeline.GradeSettings())["status"] == "graded"
 
-    def always(sub, settings, slot):
+    def always(sub, settings):
         raise RuntimeError("broken grader")
 
-    monkeypatch.setattr(engine, "grade_submission", always)
-    record = engine.grade_safely(submission, engine.GradeSettings(), 0)
+    monkeypatch.setattr(pipeline, "grade_submission", always)
+    record = pipeline.grade_safely(submission, pipeline.GradeSettings())
     assert record["status"] == "error" and record["fault"] == "grader"
     assert "failed twice" in record["error"] and "not of the submission" in record["error"]
     write_atomic(result_path(tmp_path, submission), json.dumps(record))
-    assert engine.missing([submission], tmp_path) == [submission]  # a rerun retries it
-    assert "fault" not in engine.collect(tmp_path, [submission])[0]
+    assert results.missing([submission], tmp_path) == [submission]  # a rerun retries it
+    assert "fault" not in results.collect(tmp_path, [submission])[0]
 
 
 def test_a_lone_upload_keeps_its_name_whatever_it_is(tmp_path: Path) -> None:

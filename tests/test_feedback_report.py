@@ -20,8 +20,10 @@ from conftest import chromium_flags
 from attnkit_autograder.catalogue import mistakes_for
 from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
 from attnkit_autograder.discovery import discover
-from attnkit_autograder.engine import GradeSettings, grade_all, storage_name, write_gradebook
 from attnkit_autograder.feedback import write_feedback
+from attnkit_autograder.pipeline import GradeSettings
+from attnkit_autograder.results import storage_name, write_gradebook
+from attnkit_autograder.supervisor import grade_all
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from attnkit.cli import build_parser
-from attnkit_autograder.engine import write_atomic
+from attnkit_autograder.results import write_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,7 +129,7 @@ def test_an_out_folder_inside_the_submissions_is_never_a_student(tmp_path: Path)
     """The second run over a folder that holds the first run's OUT grades the same class."""
     from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
     from attnkit_autograder.discovery import discover
-    from attnkit_autograder.engine import exclusive
+    from attnkit_autograder.results import exclusive
 
     slug = "02_self_attention"
     notebook = fill_notebook(released_notebook(slug, ROOT / "assignments"), slug)
@@ -177,8 +177,8 @@ def test_attnkit_check_refuses_a_notebook_of_another_lesson(tmp_path: Path, caps
 def test_a_syntax_error_leads_the_exercise_row_in_every_report(tmp_path: Path) -> None:
     from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
     from attnkit_autograder.discovery import Submission
-    from attnkit_autograder.engine import GradeSettings, grade_submission
     from attnkit_autograder.feedback import render_html, render_text
+    from attnkit_autograder.pipeline import GradeSettings, grade_submission
 
     slug = "02_self_attention"
     body = "q = x @ self.W_query\nk = x @ self.W_key\nreturn softmax(q @ k.T, dim=-1 @ x"
@@ -202,8 +202,8 @@ def test_a_syntax_error_leads_the_exercise_row_in_every_report(tmp_path: Path) -
 
 def test_a_damaged_files_reason_is_said_once(tmp_path: Path) -> None:
     from attnkit_autograder.discovery import Submission
-    from attnkit_autograder.engine import error_record
     from attnkit_autograder.feedback import render_html, render_text
+    from attnkit_autograder.records import error_record
 
     path = tmp_path / "sam_02_self_attention.ipynb"
     path.write_text("{")
@@ -241,7 +241,7 @@ def test_messages_say_what_happened_in_plain_words(tmp_path: Path) -> None:
 
 
 def test_fix_the_helper_first_only_when_the_helper_can_be_the_cause() -> None:
-    from attnkit_autograder.engine import explain_failures
+    from attnkit_autograder.explain import explain_failures
 
     def entry(exercise: str, message: str) -> dict:
         return {"exercise": exercise, "grade_id": f"test_{exercise}", "status": "error",

@@ -8,7 +8,7 @@ import pytest
 
 from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
 from attnkit_autograder.discovery import Submission
-from attnkit_autograder.engine import GradeSettings, grade_submission
+from attnkit_autograder.pipeline import GradeSettings, grade_submission
 from attnkit_autograder.sandbox import discard_zygote
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,10 +15,13 @@ from typing import Any
 
 import pytest
 
-from attnkit_autograder import engine
+from attnkit_autograder import pipeline, results, supervisor
 from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
 from attnkit_autograder.discovery import Submission
-from attnkit_autograder.engine import GradeSettings, deliver, error_record, grade_all, missing
+from attnkit_autograder.pipeline import GradeSettings
+from attnkit_autograder.records import error_record
+from attnkit_autograder.results import deliver, missing
+from attnkit_autograder.supervisor import grade_all
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUG = "01_numpy_attention"
@@ -68,7 +71,7 @@ def test_overruns_deaths_and_flaky_graders_all_end_with_a_result(tmp_path: Path)
     outcome = grade_all(todo, out, FAST, jobs=2, grader=misbehaving_grader)
     assert time.monotonic() - started < 60  # the sleeper was stopped, not waited for
     assert outcome.graded == 5 and not outcome.interrupted and outcome.lost == {}
-    records = {r["student"]: r for r in engine.collect(out, todo)}
+    records = {r["student"]: r for r in results.collect(out, todo)}
     assert {s: r["status"] for s, r in records.items()} == {
         "ann": "graded",
         "slow": "error",
@@ -86,10 +89,10 @@ def test_overruns_deaths_and_flaky_graders_all_end_with_a_result(tmp_path: Path)
 
 @pytest.mark.slow
 def test_a_grader_that_never_starts_is_replaced_then_blamed(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(engine, "STARTUP_LIMIT", 15.0)  # room for a spawned start-up
+    monkeypatch.setattr(supervisor, "STARTUP_LIMIT", 15.0)  # room for a spawned start-up
     todo = fake_class(tmp_path / "subs", ["mute", "ann"])
     outcome = grade_all(todo, tmp_path / "out", FAST, jobs=1, grader=misbehaving_grader)
-    records = {r["student"]: r for r in engine.collect(tmp_path / "out", todo)}
+    records = {r["student"]: r for r in results.collect(tmp_path / "out", todo)}
     assert outcome.graded == 2 and records["ann"]["status"] == "graded"
     assert "did not start grading within 15 s twice" in records["mute"]["error"]
     assert [s.student for s in missing(todo, tmp_path / "out")] == ["mute"]
@@ -101,8 +104,8 @@ def test_a_full_disk_stops_handing_out_work_and_names_what_is_lost(tmp_path: Pat
     outcome = grade_all(todo, tmp_path / "out", FAST, jobs=1, grader=misbehaving_grader)
     assert not outcome.interrupted
     assert [s.student for s in missing(todo, tmp_path / "out")] == ["full", "ben", "cat", "dan"]
-    assert set(outcome.lost) == {engine.result_path(tmp_path / "out", s) for s in todo[1:]}
-    reasons = [outcome.lost[engine.result_path(tmp_path / "out", s)] for s in todo[1:]]
+    assert set(outcome.lost) == {results.result_path(tmp_path / "out", s) for s in todo[1:]}
+    reasons = [outcome.lost[results.result_path(tmp_path / "out", s)] for s in todo[1:]]
     assert reasons[0] == "the disk holding OUT is full"
     assert set(reasons[1:]) == {
         "not graded: the run stopped handing out work because the disk holding OUT is full"
@@ -113,7 +116,7 @@ def test_a_result_that_cannot_be_written_is_reported_not_raised(tmp_path, monkey
     def full(path: Path, text: str) -> str:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(engine, "stage", full)
+    monkeypatch.setattr(results, "stage", full)
     outcome, detail = deliver({"status": "graded"}, tmp_path / "results" / "a" / "b.json")
     assert outcome == "lost" and "is full" in detail and "run the same command again" in detail
 
@@ -338,12 +341,12 @@ def test_a_worker_killed_from_outside_is_regraded_once(tmp_path: Path, monkeypat
     outside = {"sandbox": {"killed_from_outside": ["killed by SIGKILL"]}}
     cut_short = {**graded, "tests": [{**graded["tests"][0], "status": "error"}], "run": outside}
     answers = [cut_short, graded]
-    monkeypatch.setattr(engine, "grade_submission", lambda *args: answers.pop(0))
-    record = engine.grade_safely(submission, FAST, 0)
+    monkeypatch.setattr(pipeline, "grade_submission", lambda *args: answers.pop(0))
+    record = pipeline.grade_safely(submission, FAST)
     assert answers == [] and record["tests"] == graded["tests"]
     assert "killed by SIGKILL from outside the sandbox" in record["run"]["regraded"]
-    assert "run" not in engine.public_record(record)
+    assert "run" not in results.public_record(record)
     # Killed again: the second attempt's verdicts stand.
     answers = [cut_short, cut_short]
-    record = engine.grade_safely(submission, FAST, 0)
+    record = pipeline.grade_safely(submission, FAST)
     assert answers == [] and record["tests"][0]["status"] == "error"

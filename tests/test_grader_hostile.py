@@ -21,7 +21,9 @@ from hostile_cases.classic import CANARY_NAME
 
 from attnkit_autograder.corpus import released_notebook
 from attnkit_autograder.discovery import discover
-from attnkit_autograder.engine import GradeSettings, grade_all, write_gradebook
+from attnkit_autograder.pipeline import GradeSettings
+from attnkit_autograder.results import write_gradebook
+from attnkit_autograder.supervisor import grade_all
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow

@@ -74,7 +74,7 @@ def test_the_kit_source_references_and_other_files_are_not_there() -> None:
         "import os, importlib\n"
         f"SEEN = [p for p in {paths!r} if os.path.exists(p)]\n"
         "HIDDEN = []\n"
-        "for module in ('attnkit_autograder.engine', 'attnkit_solutions.exercises'):\n"
+        "for module in ('attnkit_autograder.pipeline', 'attnkit_solutions.exercises'):\n"
         "    try:\n"
         "        importlib.import_module(module)\n"
         "        HIDDEN.append(module)\n"

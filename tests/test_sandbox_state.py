@@ -380,7 +380,7 @@ def test_a_submission_whose_worker_is_killed_from_outside_is_regraded(tmp_path: 
         write_notebook,
     )
     from attnkit_autograder.discovery import Submission
-    from attnkit_autograder.engine import GradeSettings, grade_safely
+    from attnkit_autograder.pipeline import GradeSettings, grade_safely
 
     slug = "02_self_attention"
     released = released_notebook(slug, ROOT / "assignments")
@@ -393,7 +393,7 @@ def test_a_submission_whose_worker_is_killed_from_outside_is_regraded(tmp_path: 
     killer = threading.Thread(target=kill_first_worker, args=(stop, killed, 1.0))
     killer.start()
     try:
-        record = grade_safely(Submission("ann", slug, path), settings, 0)
+        record = grade_safely(Submission("ann", slug, path), settings)
     finally:
         stop.set()
         killer.join()

@@ -1,0 +1,112 @@
+"""What a result says besides points: the classic mistake behind a failing exercise, the
+cell error that is the real cause, and the instructor's notes from reading the code."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from attnkit.assignments import ASSIGNMENTS
+from attnkit.diagnosis import failing_helpers, fix_helpers_first, quiet
+from attnkit.forbidden import scan_source, tampering
+from attnkit.notebook_code import Cell, first_line
+from attnkit.outcome import ERROR, FAILED, FORBIDDEN, PASSED
+
+from .catalogue import diagnose
+
+
+def static_notes(slug: str, cells: list[Cell]) -> list[str]:
+    """Notes for the instructor from reading the code: never a verdict, never a point lost.
+
+    Forbidden names that appear in the source (the runtime recorder decides whether they
+    were called by an exercise), and code that reaches into the grader's machinery.
+    """
+    forbidden = sorted({call for e in ASSIGNMENTS[slug].exercises for call in e.forbidden})
+    notes = []
+    for cell in cells:
+        for line, call in scan_source(cell.source, forbidden):
+            notes.append(
+                f"code cell {cell.index}, line {line}: mentions {call} (for the instructor: "
+                "only a call made while an exercise runs costs points)"
+            )
+    for finding in tampering((c.index, c.source) for c in cells):
+        notes.append(f"{finding.note()} (for the instructor: this code reaches into the grader)")
+    return notes
+
+
+def explain_failures(slug: str, tests: list[dict[str, Any]], calls: dict[str, list]) -> None:
+    """Name the classic mistake behind each failing exercise, in dependency order.
+
+    An exercise whose helpers (``Exercise.uses``) fail is told to fix them first and gets
+    no name: its mistakes are built on correct helpers, so they cannot explain it. Passing
+    cells are never annotated; a name is given only when the evidence singles it out
+    (see attnkit.diagnosis).
+    """
+    from attnkit_solutions.exercises import reference_namespace
+
+    explained = (FAILED, ERROR, FORBIDDEN)
+    failing = {t["exercise"] for t in tests if t["status"] in explained}
+    base = reference_namespace(slug)
+    found: dict[str, Any] = {}
+    for test in tests:
+        exercise = test["exercise"]
+        if test["status"] not in explained:
+            continue
+        helpers = failing_helpers(slug, exercise, failing)
+        if helpers and not test["message"].startswith(f"{exercise} is not defined"):
+            # An exercise that is not even defined fails whatever its helpers do: "fix the
+            # helper first" would point the student at the wrong cell.
+            test["hint"] = fix_helpers_first(exercise, helpers)
+            continue
+        if exercise not in found:
+            with quiet():  # the wrong variants overflow and divide by zero on purpose
+                found[exercise] = diagnose(slug, exercise, calls.get(exercise, []), base)
+        mistake = found[exercise]
+        if mistake is not None:
+            test["diagnosis"] = {
+                "id": mistake.id,
+                "title": mistake.title,
+                "symptom": mistake.symptom,
+            }
+            test["hint"] = mistake.hint
+
+
+IPYTHON_INPUT = re.compile(r"\s*\(<ipython-input-[^>]*>, line \d+\)")
+
+
+def defines(source: str, name: str) -> bool:
+    """Whether ``source`` holds ``def name`` or ``class name`` (read as text, so a cell that
+    does not even parse still says what it meant to define)."""
+    return (
+        re.search(rf"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+{re.escape(name)}\b", source, re.M)
+        is not None
+    )
+
+
+def lead_with_cell_errors(
+    tests: list[dict[str, Any]], cells: list[Cell], failures: dict[int, Any]
+) -> None:
+    """Say the real cause first: a failing exercise whose own cell raised (a SyntaxError, a
+    NameError at definition time) leads with that cell's error, and gets no hint or mistake
+    name that the tests' later symptoms ("is not defined") would suggest."""
+    for test in tests:
+        if test["status"] == PASSED:
+            continue
+        for cell in cells:
+            failure = failures.get(cell.index)
+            if failure is None or not defines(cell.source, test["exercise"]):
+                continue
+            at = f" at line {failure.line}" if failure.line else ""
+            said = IPYTHON_INPUT.sub("", failure.message)  # the line is given already
+            what = (
+                f"ran out of its time{at}"
+                if failure.status == "timeout"
+                else f"raised {failure.error_type}{at}: {said}"
+            )
+            start = first_line(cell.source, 50)
+            test["message"] = (
+                f"the cell that defines {test['exercise']} (it starts `{start}`) "
+                f"{what}. Fix that cell first: the tests then saw: {test['message']}"
+            )
+            test["hint"], test["diagnosis"] = None, None
+            break

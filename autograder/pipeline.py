@@ -1,0 +1,306 @@
+"""Grading one submission, as a pipeline of one-job steps.
+
+read the notebook → run its cells in the sandbox → the hidden tests → refuse what the
+grader itself got wrong → score → diagnose → the result record.
+
+Each step takes the :class:`Grading` the steps before it filled in. A step that finds the
+submission cannot be graded raises :class:`Ungradable`, the pipeline's one exit for that
+case, which :func:`grade_submission` turns into an error record. :func:`grade_safely` is
+what a grader process calls: the pipeline, retried once when the grader fails or a worker
+is killed from outside the sandbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from attnkit.assignments import ASSIGNMENTS
+from attnkit.diagnosis import RecordingImplementation
+from attnkit.notebook_code import Cell, NotebookError, read_cells
+from attnkit.outcome import INTERNAL, PASSED, Outcome
+
+from .discovery import Refused, Submission, read_submission_file, text_id
+from .explain import explain_failures, lead_with_cell_errors, static_notes
+from .harness import reference_implementation, run_suite
+from .isolation import IsolatedSubmission, WorkerCrashed, WorkerTimeout
+from .records import error_record, identified
+from .results import sha256_file
+from .rubric import graded_cells
+from .sandbox import level_of
+from .scoring import better_of, score_cells
+
+
+@dataclass(frozen=True)
+class GradeSettings:
+    call_timeout: float = 10.0
+    budget: float = 120.0
+    memory_mb: int = 2048
+    feedback: bool = False
+    """Also collect what the feedback report shows (the attention heatmaps)."""
+    cell_timeout: float = 30.0
+    """Seconds one notebook cell may run before it is stopped (the next cell still runs)."""
+    sandbox: bool = True
+    """False only for --no-sandbox: trusted code, run without isolation (recorded in results)."""
+    sandbox_user: str | None = None
+    """--sandbox-user: isolate by a separate unprivileged user instead of bubblewrap."""
+
+    def sandbox_settings(self) -> Any:
+        from .sandbox import SandboxSettings, find_verdict
+
+        return SandboxSettings(enabled=self.sandbox, user=self.sandbox_user, verdict=find_verdict())
+
+    overrun_grace: float = 15.0
+    """Seconds beyond ``budget`` a grader may spend on one submission before it is stopped."""
+
+
+class Ungradable(Exception):
+    """The submission cannot be graded: the pipeline's one exit for that case.
+
+    ``fault`` is ``"submission"`` (the student's file) or ``"grader"`` (the kit itself, which a
+    rerun grades again)."""
+
+    def __init__(self, reason: str, fault: str = "submission") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.fault = fault
+
+
+@dataclass
+class Grading:
+    """One submission's grading: what each step of the pipeline hands to the next."""
+
+    submission: Submission
+    settings: GradeSettings
+    started: float = field(default_factory=time.monotonic)
+    cells: list[Cell] = field(default_factory=list)
+    verdicts: list[Outcome] = field(default_factory=list)
+    tests: list[dict[str, Any]] = field(default_factory=list)
+    calls: dict[str, list] = field(default_factory=dict)
+    """Every call the hidden tests made to each exercise, with its answer (for diagnosis)."""
+    cell_failures: dict[int, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    heatmap: Any = None
+    run: dict[str, Any] = field(default_factory=dict)
+    """How the sandbox ran: workers started, its bubblewrap, workers killed from outside."""
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.clock = self.started
+
+    @property
+    def slug(self) -> str:
+        return self.submission.assignment
+
+    def lap(self, phase: str) -> None:
+        """Charge the time since the last lap to ``phase``."""
+        now = time.monotonic()
+        self.phases[phase] = self.phases.get(phase, 0.0) + now - self.clock
+        self.clock = now
+
+
+# -- the steps --------------------------------------------------------------------------------
+
+
+def read_notebook(grading: Grading) -> None:
+    """The submission's code cells, read under its budget (the clock has started); never
+    through a link, never past the size limit (see discovery)."""
+    submission = grading.submission
+    if submission.problem:
+        raise Ungradable(submission.problem)
+    if grading.slug not in ASSIGNMENTS:
+        raise Ungradable(f"unknown assignment {grading.slug!r}")
+    try:
+        cells = read_cells(submission.path, read_submission_file(submission.path))
+    except (Refused, NotebookError) as exc:
+        raise Ungradable(str(exc)) from None
+    if not any(
+        line.strip() and not line.lstrip().startswith("#")
+        for cell in cells
+        for line in cell.source.splitlines()
+    ):
+        raise Ungradable(f"{submission.path}: defines nothing (no code to grade)")
+    grading.cells = cells
+    grading.lap("reading")
+
+
+def open_sandbox(grading: Grading) -> IsolatedSubmission:
+    """The submission's sandboxed workers, with what is left of its budget."""
+    settings = grading.settings
+    return IsolatedSubmission(
+        grading.cells,
+        call_timeout=settings.call_timeout,
+        cell_timeout=settings.cell_timeout,
+        budget=max(settings.budget - (time.monotonic() - grading.started), 0.0),
+        memory_bytes=settings.memory_mb * 1024**2,
+        sandbox=settings.sandbox_settings(),
+        watch=tuple(e.name for e in ASSIGNMENTS[grading.slug].exercises),
+        label=grading.submission.key,
+    )
+
+
+def run_cells(grading: Grading, impl: IsolatedSubmission) -> None:
+    """Jupyter's Run All, in the sandbox. A failure here is met again, per test, by the
+    suite: it costs the exercises it breaks, not the whole submission."""
+    with contextlib.suppress(WorkerTimeout, WorkerCrashed):
+        impl.prepare()
+    grading.lap("cells")
+
+
+def run_hidden_tests(grading: Grading, impl: IsolatedSubmission, reference: Any) -> None:
+    """The hidden suite against the graded definitions (the last ones bound), recording every
+    call for diagnosis."""
+    recorder = RecordingImplementation(impl)
+    grading.verdicts = run_suite(recorder, grading.slug, reference)
+    grading.calls = recorder.calls
+    grading.lap("hidden tests")
+
+
+def regrade_live_definitions(grading: Grading, impl: IsolatedSubmission, reference: Any) -> None:
+    """Where a failing graded cell's exercise was redefined further down, also grade the
+    definition live at that graded cell; the better of the two counts (see
+    attnkit.notebook_code)."""
+    failing = {v.grade_id for v in grading.verdicts if v.status != PASSED}
+    if failing:
+        failing &= impl.redefined_at() & {c.grade_id for c in graded_cells(grading.slug)}
+    for grade_id in sorted(failing):
+        again = run_suite(impl.with_variant(grade_id), grading.slug, reference, {grade_id})
+        impl.with_variant(None)
+        grading.verdicts = better_of(grading.verdicts, again)
+    grading.lap("definitions live at graded cells")
+
+
+def collect_heatmaps(grading: Grading, impl: IsolatedSubmission, reference: Any) -> None:
+    """What the feedback report draws, read off the submission's own outputs (--feedback)."""
+    if not grading.settings.feedback:
+        return
+    from .heatmaps import collect_heatmap
+
+    grading.heatmap = collect_heatmap(grading.slug, impl, reference)
+    grading.lap("heatmaps")
+
+
+def run_in_sandbox(grading: Grading) -> None:
+    """Every step that needs the submission's workers, then the sandbox's reset, whatever
+    happened (the next submission starts from the same state)."""
+    impl = open_sandbox(grading)
+    reference = reference_implementation(grading.slug)
+    try:
+        run_cells(grading, impl)
+        run_hidden_tests(grading, impl, reference)
+        regrade_live_definitions(grading, impl, reference)
+        collect_heatmaps(grading, impl, reference)
+    finally:
+        impl.close()
+        grading.lap("sandbox reset")
+    grading.cell_failures = impl.cell_failures
+    grading.notes = impl.notes
+    grading.run = {"workers_started": impl.spawned, "sandbox": impl.sandbox}
+
+
+def refuse_grader_faults(grading: Grading) -> None:
+    """A test that fails for the reference too (see harness.attribute_fault) is a bug in the
+    kit, not the student's doing: refuse to score rather than give a 0; a rerun retries."""
+    internal = [v for v in grading.verdicts if v.status == INTERNAL]
+    if internal:
+        raise Ungradable(internal[0].message, fault="grader")
+
+
+def score(grading: Grading) -> None:
+    """Points per graded cell (see :func:`scoring.score_cells`)."""
+    grading.tests = score_cells(grading.slug, grading.verdicts)
+
+
+def diagnose(grading: Grading) -> None:
+    """Name the classic mistakes, then let a cell's own error lead where it is the cause."""
+    explain_failures(grading.slug, grading.tests, grading.calls)
+    lead_with_cell_errors(grading.tests, grading.cells, grading.cell_failures)
+    grading.lap("diagnosis")
+
+
+def graded_record(grading: Grading) -> dict[str, Any]:
+    """The result of a graded submission (one row of grades.json, plus the run's details)."""
+    submission, tests = grading.submission, grading.tests
+    return {
+        "student": submission.student,
+        "assignment": grading.slug,
+        "source": text_id(str(submission.path)),
+        "source_sha256": sha256_file(submission.path),
+        "status": "graded",
+        "error": None,
+        "score": sum(t["points"] for t in tests),
+        "max_score": sum(t["max_points"] for t in tests),
+        "tests": tests,
+        "notes": grading.notes + static_notes(grading.slug, grading.cells),
+        "sandbox": level_of(grading.settings.sandbox_settings()),
+        "heatmap": grading.heatmap,
+        "run": {
+            "seconds": round(time.monotonic() - grading.started, 3),
+            "phases": {k: round(v, 3) for k, v in grading.phases.items()},
+            **grading.run,
+        },
+    }
+
+
+def grade_submission(submission: Submission, settings: GradeSettings) -> dict[str, Any]:
+    """Grade one submission; never raises for anything the submission does.
+
+    The submission's cells run in order in the sandbox (Jupyter's Run All), then the hidden
+    suite calls its exercises there; the verdicts become points, and failures get their
+    explanation. A submission that cannot be graded leaves by :class:`Ungradable`.
+    """
+    grading = Grading(submission, settings)
+    try:
+        read_notebook(grading)
+        run_in_sandbox(grading)
+        refuse_grader_faults(grading)
+    except Ungradable as exc:
+        return error_record(submission, exc.reason, fault=exc.fault)
+    score(grading)
+    diagnose(grading)
+    return graded_record(grading)
+
+
+# -- retries ----------------------------------------------------------------------------------
+
+
+def worker_killed(record: dict[str, Any]) -> list[str]:
+    """Sandboxed workers of this grading that were killed from outside the sandbox (the OOM
+    killer, an administrator), as the zygote reported when it reaped them: not by the
+    grader's reset, not by the worker's own CPU limit, and a worker cannot SIGKILL itself.
+    Never what the worker said about itself."""
+    sandbox = record.get("run", {}).get("sandbox", {})
+    killed = sandbox.get("killed_from_outside") if isinstance(sandbox, dict) else None
+    return list(killed) if isinstance(killed, list) else []
+
+
+def grade_safely(submission: Submission, settings: GradeSettings) -> dict[str, Any]:
+    """grade_submission, retried once if the grader itself fails or a worker is killed from
+    outside. A second failure of the grader is recorded as the grader's error
+    (``fault: "grader"``), never as the student's; a second kill keeps its verdicts."""
+    from .sandbox import ensure_sandbox
+
+    failures = []
+    for attempt in range(2):
+        if attempt == 1:
+            with contextlib.suppress(Exception):  # grade_submission reports a sandbox failure
+                ensure_sandbox(settings.sandbox_settings())
+        try:
+            record = grade_submission(submission, settings)
+        except Exception as exc:  # a bug in the kit must not cost other students their grades
+            failures.append(repr(exc))
+            continue
+        killed = worker_killed(record)
+        if attempt == 0 and killed:
+            failures.append(f"a sandboxed worker was {killed[0]} from outside the sandbox")
+            continue
+        if attempt == 1:  # kept out of grades.json, which must not depend on such accidents
+            record.setdefault("run", {})["regraded"] = failures[-1]
+        return identified(record, submission)
+    reason = (
+        f"the grader failed twice on this submission ({failures[-1][:300]}): a fault of the "
+        "grader, not of the submission. Run the same command again to retry it"
+    )
+    return identified(error_record(submission, reason, fault="grader"), submission)

@@ -1,0 +1,267 @@
+"""Result files and the gradebook: where a grading's outcome is kept, and how.
+
+Each submission's result is one file, written atomically:
+``OUT/results/<student-slug>-<hash>/<assignment>.json``. A rerun skips what already has a
+current result (the same submitted bytes), so an interrupted run loses at most the
+submissions in flight. ``grades.json`` and ``grades.csv`` are rebuilt from the result files,
+together and atomically; they hold no timings, so a resumed run writes exactly the same
+files as an uninterrupted one. A lock file keeps two runs off the same OUT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import errno
+import fcntl
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from attnkit.assignments import ASSIGNMENTS
+from attnkit.errors import KitError
+from attnkit.files import as_new_file
+from attnkit.outcome import PASSED
+
+from .discovery import OUT_MARKER, Refused, Submission, read_submission_file
+from .rubric import graded_cells
+
+SCHEMA = "attnkit-grades/1"
+
+
+def sha256_file(path: Path) -> str:
+    """The digest of a regular file, read without following links; "" for anything else."""
+    try:
+        return hashlib.sha256(read_submission_file(path)).hexdigest()
+    except Refused:
+        return ""
+
+
+def stage(path: Path, text: str) -> str:
+    """Write ``text`` to a fsynced temporary file beside ``path``; returns its name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        as_new_file(fd)  # not mkstemp's 0600: OUT is shared with TAs, a web folder
+        # backslashreplace: a name that is not UTF-8 must never stop the gradebook's writing.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def write_atomic_files(files: dict[Path, str]) -> None:
+    """Write several files so that readers see all the old ones or all the new ones.
+
+    Every file is staged in full first; only then are they renamed into place, which needs
+    no disk space. A failure while staging (a full disk) leaves every old file untouched.
+    """
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, text in files.items():
+            staged.append((stage(path, text), path))
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _ in staged:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        raise
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
+    write_atomic_files({path: text})
+
+
+def disk_advice(path: Path, exc: OSError) -> str:
+    """What went wrong writing ``path``, and what to do about it."""
+    where = path.parent
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        free = shutil.disk_usage(where).free if where.exists() else 0
+        return (
+            f"cannot write {path}: the disk holding {where} is full ({free // 1024} KiB free). "
+            "Free some space there (a class needs a few MiB) and run the same command again: "
+            "everything graded so far is kept"
+        )
+    return f"cannot write {path} ({exc.strerror or exc}): fix that and run the same command again"
+
+
+STORAGE_CHARACTERS = re.compile(r"[^\w-]+")
+
+
+def storage_name(student: str) -> str:
+    """The folder that holds a student's results: a readable part plus a digest of the exact
+    id, so ids that read alike (``li wei``, ``li_wei``) never share a folder, and no id
+    (``..``, ``/``, control characters, 1,000 characters) can name a path outside it."""
+    readable = STORAGE_CHARACTERS.sub("_", student)[:40].strip("_") or "student"
+    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{readable}-{digest}"
+
+
+def result_path(out: Path, submission: Submission) -> Path:
+    """``OUT/results/<storage name>/<assignment>.json``, always inside ``OUT/results``."""
+    if submission.assignment in ASSIGNMENTS:
+        name = submission.assignment
+    else:  # several files of unknown assignment may belong to one student
+        name = "unknown-" + hashlib.sha256(os.fsencode(submission.path)).hexdigest()[:12]
+    results = out / "results"
+    path = results / storage_name(submission.student) / f"{name}.json"
+    # The parts are built above from [\w-] and a digest; this guards the guarantee itself.
+    assert os.path.normpath(path).startswith(os.path.normpath(results) + os.sep), path
+    assert len(path.relative_to(results).parts) == 2, path
+    return path
+
+
+def deliver(record: dict[str, Any], target: Path) -> tuple[str, str]:
+    """Write a result file; ("done", status), or ("lost", why) when it cannot be written."""
+    try:
+        write_atomic(target, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    except OSError as exc:
+        return "lost", disk_advice(target, exc)
+    return "done", record["status"]
+
+
+@contextlib.contextmanager
+def exclusive(out: Path) -> Iterator[None]:
+    """Hold OUT for this run; a second run on the same OUT is refused with what to do."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / OUT_MARKER, "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise KitError(
+                f"another `attnkit grade` is writing to {out}.",
+                "Wait for it to finish, or give this run a different --out.",
+            ) from None
+        yield
+
+
+def already_graded(out: Path, submission: Submission, feedback: bool = False) -> bool:
+    """Graded before, from the same file (and with the feedback data, if it is wanted now);
+    a result that records a fault of the grader does not count."""
+    path = result_path(out, submission)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(record, dict) or record.get("fault") == "grader":
+        return False
+    if feedback and record.get("status") == "graded" and "heatmap" not in record:
+        return False
+    return record.get("source_sha256") == (submission.sha256 or sha256_file(submission.path))
+
+
+def pending(
+    submissions: list[Submission], out: Path, feedback: bool = False, force: bool = False
+) -> list[Submission]:
+    """The submissions that still need grading into ``out`` (all of them with ``force``)."""
+    return [s for s in submissions if force or not already_graded(out, s, feedback)]
+
+
+def missing(submissions: list[Submission], out: Path) -> list[Submission]:
+    """The submissions with no current result in ``out``: a complete run has none."""
+    return [s for s in submissions if not already_graded(out, s)]
+
+
+# -- the gradebook files ---------------------------------------------------------------------
+
+
+def public_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A result without what changes from run to run (timings, sandbox details), without
+    the feedback report's bulky data, and without the grader's own bookkeeping."""
+    return {k: v for k, v in record.items() if k not in ("run", "heatmap", "fault")}
+
+
+def read_result(path: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return public_record(record) if isinstance(record, dict) else None
+
+
+def collect(out: Path, submissions: list[Submission] | None = None) -> list[dict[str, Any]]:
+    """The results of ``submissions`` (those that have one), or of everything in OUT."""
+    if submissions is None:
+        paths = sorted((out / "results").glob("*/*.json"))
+    else:
+        paths = [result_path(out, s) for s in submissions]
+    records = [r for r in map(read_result, paths) if r is not None]
+    records.sort(key=lambda r: (r["student"], r["assignment"] or "", r["source"]))
+    return records
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value a spreadsheet shows as text: OWASP's rule against CSV injection prefixes a
+    cell that starts like a formula with a quote (the writer also quotes every text cell)."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def write_gradebook(out: Path, submissions: list[Submission] | None = None) -> list[dict[str, Any]]:
+    """Write ``grades.json`` and ``grades.csv`` together (see :func:`write_atomic_files`)
+    from the results of ``submissions`` (default: every result in OUT)."""
+    records = collect(out, submissions)
+    assignments = sorted({r["assignment"] for r in records if r["assignment"] in ASSIGNMENTS})
+    document = {
+        "schema": SCHEMA,
+        "assignments": {
+            slug: {
+                "title": ASSIGNMENTS[slug].title,
+                "max_score": sum(c.points for c in graded_cells(slug)),
+                "cells": [asdict(c) for c in graded_cells(slug)],
+            }
+            for slug in assignments
+        },
+        "submissions": records,
+    }
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=csv.QUOTE_NONNUMERIC)
+    writer.writerow(["student", "assignment", "status", "score", "max_score", "error"])
+    for r in records:
+        row = [r["student"], r["assignment"] or "", r["status"], r["score"], r["max_score"]]
+        writer.writerow([csv_cell(v) for v in [*row, r["error"] or ""]])
+    write_atomic_files(
+        {
+            out / "grades.json": json.dumps(document, indent=1, sort_keys=True) + "\n",
+            out / "grades.csv": buffer.getvalue(),
+        }
+    )
+    return records
+
+
+def summary_table(records: list[dict[str, Any]]) -> str:
+    """Per graded cell: how many submissions passed it."""
+    rows: dict[tuple[str, str], list[int]] = {}
+    for record in records:
+        for test in record["tests"]:
+            counts = rows.setdefault((record["assignment"], test["grade_id"]), [0, 0])
+            counts[0] += test["status"] == PASSED
+            counts[1] += 1
+    if not rows:
+        return "no graded cells"
+    width = max(len(g) for _, g in rows) + 2
+    lines = [f"{'assignment':<24}{'graded cell':<{width}}passed"]
+    for (slug, grade_id), (passed, total) in sorted(rows.items()):
+        lines.append(f"{slug:<24}{grade_id:<{width}}{passed}/{total}")
+    errors = sum(r["status"] == "error" for r in records)
+    lines.append(f"{len(records)} submissions, {errors} could not be graded")
+    return "\n".join(lines)
