@@ -80,7 +80,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     # and verify) it once, now, rather than fail every submission on it.
     from attnkit_data.verdict import locate_verdict
 
-    from . import sandbox
+    from . import sandbox, sandbox_user
 
     locate_verdict(progress=False)
     if args.jobs is None and not args.sandbox_user:
@@ -104,7 +104,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
             args.out.mkdir(mode=0o700, parents=True)
         # Without namespaces, file permissions alone keep the references, the other
         # students' files and OUT from a submission: refuse to start unless they do.
-        sandbox.check_sandbox_user(args.sandbox_user, (args.submissions, args.out))
+        sandbox_user.check_sandbox_user(args.sandbox_user, (args.submissions, args.out))
         print(f"sandbox: {sandbox.level_of(settings.sandbox_settings())}")
     else:
         # Refuse now, with the fix, rather than record every submission as an error.

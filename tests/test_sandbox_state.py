@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from attnkit.notebook_code import Cell
-from attnkit_autograder import sandbox
+from attnkit_autograder import sandbox, sandbox_user
 from attnkit_autograder.isolation import IsolatedSubmission, SubmissionError, WorkerCrashed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -430,11 +430,11 @@ def test_sandbox_user_refuses_what_that_user_can_read() -> None:
         (shared / "alice.ipynb").write_text("{}")
         os.chmod(top, 0o755)
         os.chmod(shared / "alice.ipynb", 0o644)
-        assert sandbox.readable_below(user, str(private)) == []
-        readable = sandbox.readable_below(user, str(shared))
+        assert sandbox_user.readable_below(user, str(private)) == []
+        readable = sandbox_user.readable_below(user, str(shared))
         assert readable == [str(shared), str(shared / "alice.ipynb")]
         with pytest.raises(sandbox.SandboxUnavailable) as refused:
-            sandbox.check_sandbox_user(user, (str(private), str(shared)))
+            sandbox_user.check_sandbox_user(user, (str(private), str(shared)))
         # Whichever comes first names its path: a Python the user cannot run, the
         # references (world-readable in a checkout), or the shared folder.
         assert str(refused.value).startswith(f"--sandbox-user {user}: that user can")
@@ -446,10 +446,10 @@ def test_sandbox_user_refuses_what_that_user_can_read() -> None:
 def test_sandbox_user_names_a_python_that_user_cannot_read() -> None:
     user = a_user()
     interpreter = sandbox.python_paths()[0]
-    if sandbox.paths_where(user, sandbox.CANNOT_USE, [interpreter]) == []:
+    if sandbox_user.paths_where(user, sandbox_user.CANNOT_USE, [interpreter]) == []:
         pytest.skip("this Python is readable by every user")
     with pytest.raises(sandbox.SandboxUnavailable) as refused:
-        sandbox.check_sandbox_user(user)
+        sandbox_user.check_sandbox_user(user)
     assert f"cannot read {interpreter}" in str(refused.value)
 
 
@@ -468,7 +468,7 @@ def test_the_grade_command_refuses_sandbox_user_with_parallel_graders(tmp_path: 
 def test_sandbox_user_workers_see_only_the_public_packages_and_signal_no_one() -> None:
     user = a_user()
     try:
-        sandbox.check_sandbox_user(user)
+        sandbox_user.check_sandbox_user(user)
     except sandbox.SandboxUnavailable as refused:
         pytest.skip(f"this installation cannot run --sandbox-user: {refused}")
     probe = (
