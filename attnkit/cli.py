@@ -87,25 +87,24 @@ def notebook_assignment(path: Path) -> str | None:
         return None
 
 
-def cmd_check(args: argparse.Namespace) -> int:
-    """Run the visible checks against a student's notebook and print a table per exercise."""
-    import io
+def resolve_assignment(name: str) -> str:
+    """The slug of an assignment named by number or slug, or a refusal listing them."""
+    from .assignments import get_assignment
 
-    from .assignments import ASSIGNMENTS, get_assignment
-    from .implementation import LocalImplementation
-    from .notebook_code import load_notebook
-    from .selfcheck import run_exercise
-    from .selfcheck.report import exercise_status, render_table
+    try:
+        return get_assignment(name).slug
+    except KeyError as exc:
+        raise KitError(exc.args[0]) from None
 
-    def resolve(name: str) -> str:
-        try:
-            return get_assignment(name).slug
-        except KeyError as exc:
-            raise KitError(exc.args[0]) from None
+
+def check_targets(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """(assignment, notebook) pairs to check: --notebook, or the lesson notebooks found
+    here; refused when a notebook's own metadata names another lesson."""
+    from .assignments import ASSIGNMENTS
 
     if args.notebook is not None:
         if args.assignment:
-            slug = resolve(args.assignment)
+            slug = resolve_assignment(args.assignment)
         else:
             matches = [s for s in ASSIGNMENTS if s in args.notebook.name]
             if not matches:
@@ -116,7 +115,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             slug = matches[0]
         targets = [(slug, args.notebook)]
     else:
-        slugs = [resolve(args.assignment)] if args.assignment else list(ASSIGNMENTS)
+        slugs = [resolve_assignment(args.assignment)] if args.assignment else list(ASSIGNMENTS)
         targets = find_notebooks(slugs, Path.cwd())
         if not targets:
             wanted = " or ".join(f"{s}.ipynb" for s in slugs)
@@ -125,7 +124,6 @@ def cmd_check(args: argparse.Namespace) -> int:
                 "Run this in the folder that holds your notebook (or its notebooks/ or "
                 "assignments/ folder), or pass --notebook PATH.",
             )
-
     for slug, path in targets:
         named = notebook_assignment(path)
         if named is not None and named != slug:
@@ -133,29 +131,44 @@ def cmd_check(args: argparse.Namespace) -> int:
                 f"{path} is the {named} notebook (its metadata says so), not {slug}.",
                 f"Check it as that lesson: attnkit check {named} --notebook {path}",
             )
+    return targets
+
+
+def check_notebook(slug: str, path: Path, timeout: float) -> bool:
+    """Run ``path`` as Jupyter would, then the visible checks of every exercise of
+    ``slug``; print the table and the notes. Whether every check passed."""
+    import io
+
+    from .assignments import ASSIGNMENTS
+    from .implementation import LocalImplementation
+    from .notebook_code import load_notebook
+    from .selfcheck import run_exercise
+    from .selfcheck.report import exercise_status, render_table
+
+    rows = []
     all_passed = True
-    for slug, path in targets:
-        rows = []
-        where = path.resolve()  # before the working folder changes
-        with kernel_folder(where.parent):
-            # Demo code prints; the table is what matters here.
-            with (
-                contextlib.redirect_stdout(io.StringIO()),
-                contextlib.redirect_stderr(io.StringIO()),
-            ):
-                run = load_notebook(where, cell_timeout=CELL_TIMEOUT)
-            notes = run.notes
-            impl = LocalImplementation(run.namespace, label=str(path))
-            for exercise in ASSIGNMENTS[slug].exercises:
-                with contextlib.redirect_stdout(io.StringIO()):
-                    results = run_exercise(impl, slug, exercise.name, timeout_s=args.timeout)
-                rows.append((exercise.name, results))
-                all_passed &= exercise_status(results) == "passed"
-        print(render_table(f"{ASSIGNMENTS[slug].title}: {path}", rows))
-        for note in notes:
-            print(f"note: {note}")
-        print()
-    return 0 if all_passed else 1
+    where = path.resolve()  # before the working folder changes
+    with kernel_folder(where.parent):
+        # Demo code prints; the table is what matters here.
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            run = load_notebook(where, cell_timeout=CELL_TIMEOUT)
+        impl = LocalImplementation(run.namespace, label=str(path))
+        for exercise in ASSIGNMENTS[slug].exercises:
+            with contextlib.redirect_stdout(io.StringIO()):
+                results = run_exercise(impl, slug, exercise.name, timeout_s=timeout)
+            rows.append((exercise.name, results))
+            all_passed &= exercise_status(results) == "passed"
+    print(render_table(f"{ASSIGNMENTS[slug].title}: {path}", rows))
+    for note in run.notes:
+        print(f"note: {note}")
+    print()
+    return all_passed
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Run the visible checks against a student's notebook and print a table per exercise."""
+    outcomes = [check_notebook(slug, path, args.timeout) for slug, path in check_targets(args)]
+    return 0 if all(outcomes) else 1
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -133,6 +133,21 @@ def expect_array(
     something else (the inputs were not modified) before comparing numbers.
     """
     expected = np.asarray(expected)
+    got = _expect_layout(value, expected, kind, what, check_dtype)
+    if expected.dtype == bool or got.dtype == bool:
+        if values:
+            _expect_same_booleans(got, expected, what)
+        return got
+    _expect_finite_where_expected(got, expected, what)
+    if values:
+        _expect_close(got, expected, what, atol, rtol)
+    return got
+
+
+def _expect_layout(
+    value: dict[str, Any], expected: np.ndarray, kind: str | None, what: str, check_dtype: bool
+) -> np.ndarray:
+    """The kind, shape and dtype stages; the returned array."""
     if kind is not None:
         expect_kind(value, kind, what)
     if "array" not in value:
@@ -150,19 +165,22 @@ def expect_array(
             f"{verb(what, 'has', 'have')} dtype {got.dtype}, expected {expected.dtype}",
             stage="dtype",
         )
-    if not values and (expected.dtype == bool or got.dtype == bool):
-        return got
-    if expected.dtype == bool or got.dtype == bool:
-        wrong = np.argwhere(got.astype(bool) != expected.astype(bool))
-        if len(wrong):
-            at = tuple(int(i) for i in wrong[0])
-            raise CheckFailed(
-                f"{verb(what, 'is', 'are')} wrong at {len(wrong)} of {got.size} positions, "
-                f"first at {list(at)}: expected {bool(expected[at])}, got {bool(got[at])}"
-            )
-        return got
-    expected_finite = np.isfinite(expected)
-    got_bad = ~np.isfinite(got) & expected_finite
+    return got
+
+
+def _expect_same_booleans(got: np.ndarray, expected: np.ndarray, what: str) -> None:
+    wrong = np.argwhere(got.astype(bool) != expected.astype(bool))
+    if len(wrong):
+        at = tuple(int(i) for i in wrong[0])
+        raise CheckFailed(
+            f"{verb(what, 'is', 'are')} wrong at {len(wrong)} of {got.size} positions, "
+            f"first at {list(at)}: expected {bool(expected[at])}, got {bool(got[at])}"
+        )
+
+
+def _expect_finite_where_expected(got: np.ndarray, expected: np.ndarray, what: str) -> None:
+    """The finite stage: NaN or inf where the answer is a number."""
+    got_bad = ~np.isfinite(got) & np.isfinite(expected)
     if got_bad.any():
         at = tuple(int(i) for i in np.argwhere(got_bad)[0])
         raise CheckFailed(
@@ -172,28 +190,31 @@ def expect_array(
             "NaN usually comes from exp() overflowing or from -inf minus -inf.",
             stage="finite",
         )
-    if not values:
-        return got
+
+
+def _expect_close(
+    got: np.ndarray, expected: np.ndarray, what: str, atol: float, rtol: float
+) -> None:
+    """The values stage: within tolerance, and the same infinities where the answer has one."""
+    expected_finite = np.isfinite(expected)
     got64, expected64 = got.astype(np.float64), expected.astype(np.float64)
     same_infinities = np.array_equal(got64[~expected_finite], expected64[~expected_finite])
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf where both are -inf
         diff = np.where(expected_finite, np.abs(got64 - expected64), 0.0)
     tolerance = atol + rtol * np.abs(np.where(expected_finite, expected64, 0.0))
-    if (diff > tolerance).any() or not same_infinities:
-        if not same_infinities:
-            at = tuple(int(i) for i in np.argwhere(~expected_finite & (got64 != expected64))[0])
-        else:
-            at = tuple(int(i) for i in np.unravel_index(np.argmax(diff - tolerance), diff.shape))
-        if same_infinities:
-            lead = f"largest difference {diff.max():.4g} at {list(at)} "
-        else:  # an infinity or NaN the answer must have: no difference to speak of
-            lead = f"at {list(at)} the answer is not finite "
-        raise CheckFailed(
-            f"wrong values in {what}: {lead}"
-            f"(expected {_fmt(expected64[at])}, got {_fmt(got64[at])}); "
-            f"near there, expected {_window(expected64, at)} got {_window(got64, at)}"
-        )
-    return got
+    if not (diff > tolerance).any() and same_infinities:
+        return
+    if not same_infinities:
+        at = tuple(int(i) for i in np.argwhere(~expected_finite & (got64 != expected64))[0])
+        lead = f"at {list(at)} the answer is not finite "  # no difference to speak of
+    else:
+        at = tuple(int(i) for i in np.unravel_index(np.argmax(diff - tolerance), diff.shape))
+        lead = f"largest difference {diff.max():.4g} at {list(at)} "
+    raise CheckFailed(
+        f"wrong values in {what}: {lead}"
+        f"(expected {_fmt(expected64[at])}, got {_fmt(got64[at])}); "
+        f"near there, expected {_window(expected64, at)} got {_window(got64, at)}"
+    )
 
 
 def expect_unchanged(before: np.ndarray, after: np.ndarray | None, what: str) -> None:

@@ -211,7 +211,7 @@ def load_fingerprints(slug: str | None = None, exercise: str | None = None) -> F
     all of them, or only one exercise's when ``slug`` and ``exercise`` are given (the
     self-check computes what it needs, when it first needs it)."""
     if FINGERPRINTS.is_file():
-        from .wire import decode
+        from .student_process.wire import decode
 
         data = decode(FINGERPRINTS.read_bytes())
         mistakes = tuple(

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .adapters import ADAPTERS
-from .forbidden import Recorder
+from .student_process.recorder import Recorder
 
 MESSAGE_CHARS = 300
 
@@ -123,7 +123,7 @@ class RecordedCall:
     @property
     def key(self) -> str:
         """The same for the same request, in any process: what fingerprints are keyed by."""
-        from .wire import encode
+        from .student_process.wire import encode
 
         return hashlib.sha256(encode([self.adapter, self.kwargs])).hexdigest()
 

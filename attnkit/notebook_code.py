@@ -136,6 +136,25 @@ def read_cells(path: Path, raw: bytes | None = None) -> list[Cell]:
         return [Cell(1, text.replace("\r\n", "\n"))]
     if not text.strip():
         raise NotebookError(f"{path}: is empty.", "Submit the notebook you worked in.")
+    notebook = _notebook_json(path, text)
+    cells, source_key = _raw_cells(path, notebook)
+    found = []
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = _source_text(cell.get(source_key, "")).replace("\r\n", "\n")
+        metadata = cell.get("metadata")
+        nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+        grade_id = None
+        if isinstance(nbgrader, dict) and nbgrader.get("grade") is True:
+            value = nbgrader.get("grade_id")
+            grade_id = value if isinstance(value, str) else None
+        found.append(Cell(len(found) + 1, source, grade_id))
+    return found
+
+
+def _notebook_json(path: Path, text: str) -> dict[str, Any]:
+    """The notebook's JSON object, or a NotebookError saying why the file is not one."""
     if _nesting_depth(text) > MAX_JSON_DEPTH:
         raise NotebookError(
             f"{path}: is not a notebook (its JSON nests more than {MAX_JSON_DEPTH} levels deep).",
@@ -156,6 +175,11 @@ def read_cells(path: Path, raw: bytes | None = None) -> list[Cell]:
         ) from None
     if not isinstance(notebook, dict):
         raise NotebookError(f"{path}: is JSON but not a notebook.")
+    return notebook
+
+
+def _raw_cells(path: Path, notebook: dict[str, Any]) -> tuple[list[Any], str]:
+    """The notebook's cells (nbformat 4, or 3's worksheets) and the key of their source."""
     if notebook.get("nbformat") == 3:
         worksheets = notebook.get("worksheets")
         cells = [
@@ -173,19 +197,7 @@ def read_cells(path: Path, raw: bytes | None = None) -> list[Cell]:
         raise NotebookError(
             f"{path}: has unsupported nbformat {notebook.get('nbformat')!r} (expected 4 or 3)."
         )
-    found = []
-    for cell in cells:
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        source = _source_text(cell.get(source_key, "")).replace("\r\n", "\n")
-        metadata = cell.get("metadata")
-        nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
-        grade_id = None
-        if isinstance(nbgrader, dict) and nbgrader.get("grade") is True:
-            value = nbgrader.get("grade_id")
-            grade_id = value if isinstance(value, str) else None
-        found.append(Cell(len(found) + 1, source, grade_id))
-    return found
+    return cells, source_key
 
 
 UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)

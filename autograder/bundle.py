@@ -59,7 +59,7 @@ dependencies = [
 attnkit = "attnkit.cli:main"
 
 [tool.setuptools]
-packages = ["attnkit", "attnkit.selfcheck", "attnkit_data"]
+packages = ["attnkit", "attnkit.selfcheck", "attnkit.student_process", "attnkit_data"]
 
 [tool.setuptools.package-dir]
 attnkit = "attnkit"

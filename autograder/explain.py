@@ -8,9 +8,9 @@ from typing import Any
 
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.diagnosis import failing_helpers, fix_helpers_first, quiet
-from attnkit.forbidden import scan_source, tampering
 from attnkit.notebook_code import Cell, first_line
 from attnkit.outcome import ERROR, FAILED, FORBIDDEN, PASSED
+from attnkit.scan import scan_source, tampering
 
 from .catalogue import diagnose
 

@@ -25,7 +25,7 @@ from attnkit.diagnosis import (
 )
 from attnkit.implementation import LocalImplementation
 from attnkit.selfcheck.runner import check_exercise
-from attnkit.wire import WireError, decode, encode
+from attnkit.student_process.wire import WireError, decode, encode
 from attnkit_solutions.exercises import reference_namespace
 
 from .catalogue import load_mistakes, variants

@@ -30,7 +30,7 @@ from attnkit.implementation import Implementation, LocalImplementation
 from attnkit.outcome import ERROR, FAILED, FORBIDDEN, INTERNAL, PASSED, TIMEOUT, Outcome
 from attnkit.probe import Probe
 from attnkit.selfcheck.runner import describe_error
-from attnkit.wire import encode
+from attnkit.student_process.wire import encode
 
 from .isolation import SubmissionError, WorkerCrashed, WorkerTimeout
 from .rubric import graded_cells

@@ -29,7 +29,7 @@ from typing import Any
 
 from attnkit.adapters import MalformedResult, MissingDefinition, validate_result
 from attnkit.notebook_code import Cell, CellOutcome
-from attnkit.wire import HEADER, WireError, decode, encode
+from attnkit.student_process.wire import HEADER, WireError, decode, encode
 
 from .sandbox import SandboxDied, SandboxSettings, WorkerEnd, discard_zygote, shared_zygote
 

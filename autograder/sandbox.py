@@ -1,7 +1,8 @@
 """Start the grading sandbox with bubblewrap, and talk to the zygote inside it.
 
 The sandbox is one bubblewrap (``bwrap``) process per grader, started once and reused for
-every submission that grader takes (see :mod:`attnkit.worker` for what runs inside). It
+every submission that grader takes (see :mod:`attnkit.student_process` for what runs
+inside). It
 is the same whether the grader runs as root or as an ordinary user:
 
 * fresh user, PID, mount, network, IPC, UTS and cgroup namespaces; no capabilities; no

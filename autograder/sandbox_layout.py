@@ -14,7 +14,7 @@ import sysconfig
 from dataclasses import dataclass, field
 
 from attnkit.errors import KitError
-from attnkit.worker import SCRATCH_MOUNTS
+from attnkit.student_process.worker import SCRATCH_MOUNTS
 
 from .bwrap import find_bubblewrap
 
@@ -207,7 +207,7 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
 def probe_code(search: list[str]) -> str:
     """A quick check that Python and the seccomp library work inside the sandbox."""
     return (
-        f"import sys; sys.path[:] = {search!r}; import pyseccomp, attnkit.worker; "
+        f"import sys; sys.path[:] = {search!r}; import pyseccomp, attnkit.student_process.zygote; "
         "pyseccomp.SyscallFilter(defaction=pyseccomp.ALLOW)"
     )
 
@@ -215,7 +215,7 @@ def probe_code(search: list[str]) -> str:
 def bootstrap_code(search: list[str], scratch: str, control_fd: int) -> str:
     return (
         f"import sys; sys.path[:] = {search!r}; "
-        f"from attnkit.worker import zygote; zygote({scratch!r}, {control_fd})"
+        f"from attnkit.student_process.zygote import zygote; zygote({scratch!r}, {control_fd})"
     )
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from attnkit.diagnosis import FINGERPRINTS
-from attnkit.wire import decode, encode
+from attnkit.student_process.wire import decode, encode
 from attnkit_autograder.fingerprints import equivalent, fingerprint_bytes, stale, write_fingerprints
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnkit.wire import WireError, decode, encode
+from attnkit.student_process.wire import WireError, decode, encode
 from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
 from attnkit_autograder.discovery import discover
 

@@ -32,7 +32,7 @@ GRADER_OWNED = [
     HIDDEN_SUITE,
     ROOT / "solutions" / "self_attention.py",
     ROOT / "autograder" / "mistakes.toml",
-    ROOT / "attnkit" / "worker.py",
+    ROOT / "attnkit" / "student_process" / "worker.py",
 ]
 SETTINGS = GradeSettings(call_timeout=3.0, cell_timeout=5.0, budget=60.0, memory_mb=1024)
 

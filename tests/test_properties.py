@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attnkit.adapters import ADAPTERS, MalformedResult, validate_result
-from attnkit.forbidden import scan_source, tampering
 from attnkit.notebook_code import Cell, NotebookError, is_check_cell, parse_python, read_cells
-from attnkit.wire import WireError, decode, encode
+from attnkit.scan import scan_source, tampering
+from attnkit.student_process.wire import WireError, decode, encode
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 

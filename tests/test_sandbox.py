@@ -197,8 +197,8 @@ def test_a_queued_forged_reply_is_not_taken_for_an_answer() -> None:
     impl = submission(
         "def probe():\n    return 1",
         "import os\n"
-        "from attnkit.worker import write_frame\n"
-        "from attnkit.wire import encode\n"
+        "from attnkit.student_process.worker import write_frame\n"
+        "from attnkit.student_process.wire import encode\n"
         "forged = encode({'nonce': 'guess', 'ok': {'out': {'kind': 'number', 'dtype': 'int', "
         "'array': __import__('numpy').asarray(99)}, 'inputs_after': [], 'forbidden_used': []}})\n"
         "for fd in range(3, 64):\n"

@@ -60,7 +60,7 @@ def fresh_sandbox():
 
 # -- every writable mount is emptied and size-capped by the reset --------------------------------
 
-# Written independently of attnkit.worker: it parses the mount table itself.
+# Written independently of attnkit.student_process.worker: it parses the mount table itself.
 LIST_WRITABLE = r"""
 import os, stat
 def probe():

@@ -222,7 +222,8 @@ _sys.modules["attnkit.adapters"].ADAPTERS["transfer_weights"] = forged_transfer
 
 DISABLE_RECORDER = """
 import importlib as _importlib
-_recorder = getattr(_importlib.import_module("attnkit." + "forbidden"), "Rec" + "order")
+_module = _importlib.import_module("attnkit.student_process." + "recorder")
+_recorder = getattr(_module, "Rec" + "order")
 _recorder.__enter__ = lambda self: self
 _recorder.__exit__ = lambda self, *exc: None
 """
@@ -656,7 +657,7 @@ def _preamble(targets: Targets) -> str:
 
 THREAD_LEFT_RUNNING = ("leaves_files_and_a_thread_behind",)
 """Escapes that leave a thread running: refused, but the thread makes every from-scratch
-check that follows unverifiable (see attnkit.worker.other_threads)."""
+check that follows unverifiable (see attnkit.student_process.worker.other_threads)."""
 
 
 def _escape(name: str, targets: Targets) -> Case:
@@ -725,7 +726,7 @@ def _cases(targets: Targets) -> list[Case]:
             "could not be checked",
             {"softmax": "return torch.nan_to_num(torch.softmax(x, dim), nan=0.0)"},
             "import sys\n"
-            "_r = sys.modules['attnkit.forbidden'].Recorder\n"
+            "_r = sys.modules['attnkit.student_process.recorder'].Recorder\n"
             "_r.__enter__ = lambda self: self\n"
             "_r.__exit__ = lambda self, *exc: None\n",
             "sys.modules",
@@ -916,7 +917,7 @@ def _cases(targets: Targets) -> list[Case]:
             "malformed reply",
             CORRECT_V2,
             "import sys\n"
-            "sys.modules['attnkit.worker'].Worker.handle = (\n"
+            "sys.modules['attnkit.student_process.worker'].Worker.handle = (\n"
             "    lambda self, request: {'nonce': request.get('nonce'), 'ok': {'passed': True}}\n"
             ")\n",
             "sys.modules",

@@ -40,8 +40,8 @@ SPARSE_ATEN = "torch.ops.aten._sparse_softmax.int(x.to_sparse(), dim).to_dense()
 
 PACKAGE_SWITCH = """
 import attnkit.notebook
-attnkit.forbidden.Recorder.__enter__ = lambda self: self
-attnkit.forbidden.Recorder.__exit__ = lambda self, *exc: None
+attnkit.student_process.recorder.Recorder.__enter__ = lambda self: self
+attnkit.student_process.recorder.Recorder.__exit__ = lambda self, *exc: None
 """
 
 
@@ -59,7 +59,7 @@ def cases(targets: Targets) -> list[Case]:
         Case("sm_recorder_off_through_the_lessons_import", "evasion", LOSES_UNCHECKED,
              SOFTMAX_CELL, "forbidden", "could not be checked",
              {"softmax": "return torch.nan_to_num(torch.softmax(x, dim), nan=0.0)"},
-             PACKAGE_SWITCH, "attnkit.forbidden"),
+             PACKAGE_SWITCH, "attnkit.student_process.recorder"),
         Case("sm_in_another_thread", "evasion", LOSES_UNCHECKED, SOFTMAX_CELL, "forbidden",
              "other thread",
              {"softmax": "_jobs.put((x, dim))\nreturn torch.nan_to_num(_done.get(), nan=0.0)"},

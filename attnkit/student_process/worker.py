@@ -1,42 +1,21 @@
-"""What runs inside the grading sandbox: a pre-loaded *zygote* and the workers it forks.
+"""One worker: the process, forked by the zygote (:mod:`.zygote`), that runs one
+submission's cells and answers the grader's calls to its exercises.
 
-The grader's sandbox (on the instructor's side) starts this module under bubblewrap, in fresh
-user, PID, mount, network, IPC and UTS namespaces, where the filesystem holds only the
-Python runtime, the public ``attnkit``/``attnkit_data`` packages, the lesson text and a
-size-capped private ``/tmp``. Nothing a worker says is trusted: the grader decides every
-verdict from the values the student's code returned, for inputs the grader chose.
-
-The zygote is the namespace's PID 1. It imports numpy, torch and IPython once, then serves
-a control socket from the grader:
-
-* ``spawn``: receives two pipe ends by SCM_RIGHTS and forks one worker that talks over
-  them; the worker closes the control socket before any student code runs;
-* ``reset``: kills every other process in the namespace, reaps them, empties ``/tmp``
-  and ``/dev/shm`` (the only writable mounts: the zygote refuses to start otherwise), so
-  nothing of one submission is left for the next, and reports how each worker ended
-  (exit status or signal, CPU time, whether the reset itself killed it).
-
-Student code cannot reach the zygote: PID 1 ignores signals it has no handler for, the
-zygote is not dumpable (no ptrace, no ``/proc/1/mem``), and every worker runs under a
-seccomp filter that refuses new processes, ptrace, new namespaces, memfds, SysV IPC and
-sockets, and that confines signals, resource limits and scheduling calls to the worker
-itself: nothing a worker changes outlives it, and every worker starts from the zygote's
-state. One worker is one process, so its address-space limit bounds all its memory.
+Nothing a worker says is trusted: the grader decides every verdict from the values the
+student's code returned, for inputs the grader chose. Before any student code runs, the
+worker confines itself: a seccomp filter refuses new processes, ptrace, new namespaces,
+memfds, SysV IPC and sockets, and confines signals, resource limits and scheduling calls to
+the worker itself, so nothing a worker changes outlives it; an address-space limit bounds
+all its memory (one worker is one process).
 """
 
 from __future__ import annotations
 
-import array
-import contextlib
 import ctypes
 import errno
-import json
 import os
 import resource
-import shutil
 import signal
-import socket
-import stat
 import struct
 import sys
 import time
@@ -179,14 +158,14 @@ class Worker:
     """Runs one submission's cells and answers adapter calls, one request at a time."""
 
     def __init__(self, requests: int, replies: int) -> None:
-        from .notebook_code import kernel_shell
+        from ..notebook_code import kernel_shell
 
         self.requests, self.replies = requests, replies
         self.shell = kernel_shell()
         self.run: Any = None
 
     def serve(self) -> None:
-        from .notebook_code import NotebookRun, fresh_namespace
+        from ..notebook_code import NotebookRun, fresh_namespace
         from .wire import decode, encode
 
         self.run = NotebookRun(fresh_namespace(self.shell))
@@ -213,7 +192,7 @@ class Worker:
         return {"nonce": nonce, "error": {"type": "ProtocolError", "message": f"unknown op {op}"}}
 
     def run_cell(self, request: dict[str, Any]) -> dict[str, Any]:
-        from .notebook_code import Cell, run_cell
+        from ..notebook_code import Cell, run_cell
 
         cell = Cell(int(request["index"]), str(request["source"]), request.get("grade_id"))
         watch = tuple(request.get("watch", ()))
@@ -241,7 +220,7 @@ class Worker:
         )
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
-        from .implementation import call_recorded
+        from ..implementation import call_recorded
 
         namespace: dict[str, Any] = self.run.namespace
         # The definitions live at a graded cell are put back into the namespace itself for
@@ -292,211 +271,3 @@ def other_threads() -> str | None:
         "softmax or attention is called only sees the exercise's own thread: don't start "
         "threads in the notebook, or stop them before the exercises run"
     )
-
-
-# -- the zygote ---------------------------------------------------------------------------------
-
-
-def preload() -> None:
-    """Import what every submission needs once, before any fork."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot
-    import numpy  # noqa: F401
-    import pyseccomp  # noqa: F401
-    import torch
-
-    torch.set_num_threads(1)
-    from . import adapters, forbidden, notebook, notebook_code, wire  # noqa: F401
-
-    notebook_code.kernel_shell()
-    # The recorder's first use imports PyTorch's mode machinery (seconds): pay it once here,
-    # with a softmax and an attention so every lazily loaded kernel path is warm.
-    x = torch.ones(1, 2, 3, requires_grad=True)
-    with forbidden.Recorder(forbidden.FAMILIES):
-        torch.softmax(x, -1).sum().backward()
-        torch.nn.functional.scaled_dot_product_attention(x, x, x)
-    try:
-        from attnkit_data import gpt2_tokenizer
-
-        gpt2_tokenizer()
-    except Exception:  # the lessons' own cells report a missing tokenizer
-        pass
-
-
-def receive_spawn(control: socket.socket) -> tuple[dict[str, Any], list[int]]:
-    fds = array.array("i")
-    message, ancillary, _, _ = control.recvmsg(65536, socket.CMSG_SPACE(8 * fds.itemsize))
-    if not message:
-        raise EOFError
-    for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(data[: len(data) - (len(data) % fds.itemsize)])
-    return json.loads(message), list(fds)
-
-
-def writable_mounts(mountinfo: str = "/proc/self/mountinfo") -> list[tuple[str, str]]:
-    """(mount point, super options) of every writable mount that can hold files: device
-    nodes bound from the host (/dev/null, ...) store nothing and are left out."""
-    found = []
-    with open(mountinfo) as lines:
-        for line in lines:
-            fields = line.split()
-            separator = fields.index("-")
-            point = fields[4].encode().decode("unicode_escape")  # \040 and friends
-            options = fields[5].split(",")
-            if "ro" in options:
-                continue
-            with contextlib.suppress(OSError):
-                if stat.S_ISCHR(os.stat(point).st_mode):
-                    continue
-            found.append((point, fields[separator + 3]))
-    return found
-
-
-def unreset_mounts() -> list[str]:
-    """Writable mounts that a reset would not empty, or that have no size cap: a sandbox
-    with one would carry files from one submission to the next, uncounted."""
-    return [
-        point
-        for point, options in writable_mounts()
-        if point not in SCRATCH_MOUNTS or "size=" not in options
-    ]
-
-
-def _empty(folder: str) -> None:
-    """Remove everything in ``folder``; a submission's read-only folders are opened up first."""
-    for root, folders, _ in os.walk(folder):
-        for name in folders:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):  # every worker is dead: nothing swaps it now
-                with contextlib.suppress(OSError):
-                    os.chmod(path, 0o700)
-    for entry in os.listdir(folder):
-        path = os.path.join(folder, entry)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
-        else:
-            os.unlink(path)
-
-
-def _ending(pid: int, status: int, usage: Any, by_sandbox: bool) -> dict[str, Any]:
-    return {
-        "pid": pid,
-        "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
-        "by_sandbox": by_sandbox,
-    }
-
-
-def _reap(endings: dict[int, dict[str, Any]], by_sandbox: bool) -> bool:
-    """Reap every child that has ended; False once none is left."""
-    while True:
-        try:
-            pid, status, usage = os.wait4(-1, os.WNOHANG)
-        except ChildProcessError:
-            return False
-        if pid == 0:
-            return True
-        endings.setdefault(pid, _ending(pid, status, usage, by_sandbox))
-
-
-def reset(scratch: str, children: dict[int, int], grace: float = 0.0) -> list[dict[str, Any]]:
-    """Kill every worker, reap them, and empty the scratch folder (and /dev/shm). Returns
-    how each worker forked since the last reset ended, with its CPU limit (``cpu_limit``).
-
-    A worker that had already ended (or ends within ``grace`` seconds: the grader saw its
-    pipes close) is reported as it ended; the rest are killed here, ``by_sandbox``.
-    As PID 1 of the sandbox's namespace, ``kill(-1)`` reaches every other process in it,
-    whatever a worker did to hide one. Without a sandbox (``--no-sandbox``, trusted code)
-    only the workers this zygote forked are killed.
-    """
-    sandboxed = os.getpid() == 1
-    endings: dict[int, dict[str, Any]] = {}
-    deadline = time.monotonic() + min(max(grace, 0.0), 2.0)
-    while _reap(endings, False) and not set(children) <= set(endings):
-        if time.monotonic() >= deadline:
-            break
-        time.sleep(0.005)
-    targets = [-1] if sandboxed else sorted(set(children) - set(endings))
-    for target in targets:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(target, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while _reap(endings, True) and time.monotonic() < deadline:
-        time.sleep(0.002)
-    report = [
-        {**endings[pid], "cpu_limit": limit} for pid, limit in children.items() if pid in endings
-    ]
-    children.clear()
-    for folder in SCRATCH_MOUNTS if sandboxed else (scratch,):
-        try:
-            _empty(folder)
-        except Exception:
-            # Something a submission left cannot be removed (nested too deep, say):
-            # this sandbox is no longer clean, so it ends, and the grader starts anew.
-            os._exit(75)
-    return report
-
-
-def zygote(scratch: str = "/tmp", control_fd: int = 3) -> None:
-    children: dict[int, int] = {}  # worker pid -> its CPU limit
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    preload()
-    # Move everything loaded so far out of the collector's reach: otherwise each worker's
-    # first collections write to every object's header, copying the zygote's pages.
-    import gc
-
-    gc.collect()
-    gc.freeze()
-    set_not_dumpable()
-    # What the imports above left in /tmp (IPython's and matplotlib's folders) goes, so the
-    # first worker starts from the same state as every worker after a reset.
-    reset(scratch, children)
-    control = socket.socket(fileno=control_fd)
-    unreset = unreset_mounts() if os.getpid() == 1 else []
-    if unreset:
-        control.sendall(json.dumps({"ready": False, "unreset": unreset}).encode())
-        os._exit(78)
-    control.sendall(json.dumps({"ready": True, "pid": os.getpid()}).encode())
-    while True:
-        try:
-            request, fds = receive_spawn(control)
-        except (EOFError, OSError, ValueError):
-            os._exit(0)
-        if request.get("op") == "reset":
-            for fd in fds:
-                os.close(fd)
-            grace = request.get("grace", 0.0)
-            ended = reset(scratch, children, grace if isinstance(grace, float) else 0.0)
-            control.sendall(json.dumps({"clean": True, "ended": ended}).encode())
-            continue
-        if len(fds) != 2:
-            for fd in fds:
-                os.close(fd)
-            control.sendall(b'{"error": "spawn needs two descriptors"}')
-            continue
-        pid = os.fork()
-        if pid == 0:
-            control.close()
-            try:
-                requests, replies = fds
-                info = confine(request.get("limits", {}), scratch)
-                worker = Worker(requests, replies)
-                from .wire import encode
-
-                write_frame(replies, encode({"ready": info}))
-                worker.serve()
-            finally:
-                os._exit(70)
-        children[pid] = int(request.get("limits", {}).get("cpu_seconds", 0))
-        for fd in fds:
-            os.close(fd)
-        control.sendall(json.dumps({"spawned": pid}).encode())
-
-
-if __name__ == "__main__":
-    sys.exit(zygote(*sys.argv[1:2]))

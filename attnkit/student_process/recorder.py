@@ -1,4 +1,5 @@
-"""Find library calls that would skip the point of an exercise, and code that tampers.
+"""The recorder: which library calls an exercise's code really made, seen from inside the
+student's process (the sandbox's worker, or the notebook itself for the self-check).
 
 Only runtime evidence costs points. While an exercise's code runs, :class:`Recorder`
 watches PyTorch at two levels:
@@ -10,22 +11,15 @@ watches PyTorch at two levels:
   Python name led there: ``torch._softmax``, ``log_softmax(...).exp()``,
   ``torch.ops.aten._softmax``, the ``_scaled_dot_product_*`` family.
 
-Static findings never cost points: :func:`scan_source` (forbidden names in the source)
-and :func:`tampering` (code that reaches into the grader's machinery: ``sys.modules``,
-frames, ``gc``, ``ctypes``, PyTorch's mode stacks) become notes for the instructor, each
-naming the cell and line. A student who defeats the recorder has to write exactly such
-code.
+A student who defeats the recorder has to write code that reaches into the kit, which the
+static scan (:mod:`attnkit.scan`) notes for the instructor.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
-
-from .notebook_code import parse_python
 
 SOFTMAX_KERNELS = frozenset(
     {"aten._softmax", "aten.softmax", "aten._log_softmax", "aten.log_softmax",
@@ -92,7 +86,7 @@ def _where() -> str:
     """ " (code cell N, line M)" for the innermost notebook frame on the stack, if any."""
     import sys
 
-    from .notebook_code import cell_of
+    from ..notebook_code import cell_of
 
     frame = sys._getframe(1)
     while frame is not None:
@@ -200,159 +194,3 @@ class Recorder:
                 "dispatch hooks while it ran"
             )
         return None
-
-
-# -- static findings: notes for the instructor, never a verdict -------------------------------
-
-
-@dataclass(frozen=True)
-class Finding:
-    cell: int
-    line: int
-    what: str
-
-    def note(self) -> str:
-        return f"code cell {self.cell}, line {self.line}: {self.what}"
-
-
-def _parse(source: str) -> ast.AST | None:
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        source = TransformerManager().transform_cell(source)
-    except Exception:
-        pass
-    return parse_python(source)
-
-
-def scan_source(source: str, forbidden: Iterable[str]) -> list[tuple[int, str]]:
-    """(line, dotted name) of each forbidden name that appears in ``source``."""
-    finals = {path.rsplit(".", 1)[-1]: path for path in forbidden}
-    tree = _parse(source) if finals else None
-    if tree is None:
-        return []
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr in finals:
-            found.append((node.lineno, finals[node.attr]))
-        elif isinstance(node, ast.ImportFrom):
-            module = node.module or ""
-            found.extend(
-                (node.lineno, finals[a.name])
-                for a in node.names
-                if a.name in finals and module.startswith(("torch", "scipy"))
-            )
-    return sorted(set(found))
-
-
-TAMPERING_ATTRIBUTES = {
-    "modules": "sys.modules",
-    "_getframe": "sys._getframe",
-    "settrace": "sys.settrace",
-    "setprofile": "sys.setprofile",
-    "get_referrers": "gc.get_referrers",
-    "get_objects": "gc.get_objects",
-    "currentframe": "inspect.currentframe",
-    "f_back": "a frame's f_back",
-    "f_globals": "a frame's f_globals",
-    "f_locals": "a frame's f_locals",
-    "tb_frame": "a traceback's frames",
-    "__closure__": "a function's closure",
-    "_C": "PyTorch's C internals (torch._C)",
-    "_python_dispatch": "PyTorch's dispatch-mode stack",
-    "_pop_mode": "PyTorch's mode stack",
-    "_push_mode": "PyTorch's mode stack",
-    "_disable_torch_function": "PyTorch's torch-function switch",
-    "DisableTorchFunction": "PyTorch's torch-function switch",
-    "DisableTorchFunctionSubclass": "PyTorch's torch-function switch",
-    "_disable_current_modes": "PyTorch's dispatch-mode stack",
-    "import_module": "importlib.import_module (a module named at run time)",
-}
-TAMPERING_MODULES = {"ctypes", "_ctypes", "cffi", "attnkit", "pyseccomp", "resource"}
-PUBLIC_FROM_KIT = {("attnkit.notebook", "Lesson")}
-"""The only thing a notebook takes from the kit's package: the lessons' ``Lesson`` helper.
-Anything else (``attnkit.forbidden``, ``attnkit.worker``, ``attnkit.notebook.X``) reaches
-into the machinery that records and reports the student's own calls."""
-
-
-def _kit_reach(node: ast.AST) -> str | None:
-    """What an attribute chain rooted at the name ``attnkit`` reaches, if it is not the
-    public ``attnkit.notebook.Lesson`` (``import attnkit.notebook`` binds ``attnkit``)."""
-    if not isinstance(node, ast.Attribute):
-        return None
-    chain = []
-    current: ast.AST = node
-    while isinstance(current, ast.Attribute):
-        chain.append(current.attr)
-        current = current.value
-    if not (isinstance(current, ast.Name) and current.id == "attnkit"):
-        return None
-    path = ["attnkit", *reversed(chain)]
-    for module, name in PUBLIC_FROM_KIT:
-        allowed = [*module.split("."), name]
-        if path[: len(allowed)] == allowed or path == allowed[:-1]:
-            return None
-    return ".".join(path[:3])
-
-
-def _honest_use(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    """``"google.colab" in sys.modules`` asks what is loaded; it changes nothing."""
-    parent = parents.get(node)
-    return (
-        isinstance(parent, ast.Compare)
-        and any(isinstance(op, ast.In | ast.NotIn) for op in parent.ops)
-        and node is not parent.left
-    )
-
-
-def tampering(cells: Iterable[tuple[int, str]]) -> list[Finding]:
-    """Code that reaches into the grader's machinery, per cell and line (a note, not a verdict)."""
-    findings = []
-    for index, source in cells:
-        tree = _parse(source)
-        if tree is None:
-            continue
-        parents = {
-            child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)
-        }
-        for node in ast.walk(tree):
-            what = None
-            if (reach := _kit_reach(node)) is not None and not isinstance(
-                parents.get(node), ast.Attribute
-            ):
-                what = f"reaches into {reach}"
-            elif isinstance(node, ast.Attribute) and node.attr in TAMPERING_ATTRIBUTES:
-                if not _honest_use(node, parents):
-                    what = TAMPERING_ATTRIBUTES[node.attr]
-            elif isinstance(node, ast.Import | ast.ImportFrom):
-                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-                names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
-                hits = [n for n in names if n.split(".")[0] in TAMPERING_MODULES]
-                # The lessons' own setup: `from attnkit.notebook import Lesson`, and the plain
-                # `import attnkit.notebook` (whose later uses are checked above).
-                if isinstance(node, ast.ImportFrom) and hits == ["attnkit.notebook"]:
-                    taken = {(node.module, a.name) for a in node.names}
-                    hits = (
-                        []
-                        if taken <= PUBLIC_FROM_KIT
-                        else [f"attnkit.notebook.{a.name}" for a in node.names]
-                    )
-                elif isinstance(node, ast.Import):
-                    hits = [n for n in hits if n != "attnkit.notebook"]
-                if hits:
-                    what = f"imports {hits[0]}"
-                elif isinstance(node, ast.ImportFrom):
-                    # `from torch._C import DisableTorchFunction` reaches what `torch._C.X` does.
-                    parts = (node.module or "").split(".") + [a.name for a in node.names]
-                    found = [p for p in parts if p in TAMPERING_ATTRIBUTES]
-                    if found:
-                        what = TAMPERING_ATTRIBUTES[found[0]]
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in ("__import__", "exec", "eval", "compile")
-            ):
-                what = f"calls {node.func.id}()"
-            if what is not None:
-                findings.append(Finding(index, getattr(node, "lineno", 0), what))
-    return sorted(set(findings), key=lambda f: (f.cell, f.line, f.what))

@@ -1,0 +1,245 @@
+"""``attnkit grade``: find the submissions, choose the isolation, grade them all under the
+supervisor, write the gradebook, and say plainly what could not be graded."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from attnkit.errors import KitError
+from attnkit.terminal import raw
+
+from . import discovery, results
+from .discovery import Submission
+from .pipeline import GradeSettings
+from .supervisor import RunOutcome, grade_all
+
+
+def add_parser(commands: Any) -> None:
+    """The ``grade`` sub-command and its options."""
+    grade = commands.add_parser(
+        "grade",
+        help="(instructors) grade submissions with the hidden tests, each in a sandbox",
+        description="Grade every submission under SUBMISSIONS (a folder per student, "
+        "nbgrader's submitted/ folder, or notebook files) and write OUT/grades.json and "
+        "OUT/grades.csv. Rerunning resumes; --force regrades everything.",
+    )
+    grade.add_argument(
+        "submissions",
+        type=Path,
+        metavar="SUBMISSIONS",
+        help="a notebook, a folder of them (LMS downloads), or an nbgrader course",
+    )
+    grade.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="OUT",
+        help="where grades.json, grades.csv, results/ and feedback/ go",
+    )
+    grade.add_argument("--assignment", help="grade every file as this assignment")
+    grade.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="grader processes (default: cores; 1 with --sandbox-user)",
+    )
+    grade.add_argument("--force", action="store_true", help="regrade submissions already graded")
+    grade.add_argument("--timeout", type=float, default=10.0, help="seconds per hidden test call")
+    grade.add_argument(
+        "--budget",
+        type=float,
+        default=120.0,
+        help="seconds per submission for its notebook's cells, and as long again for the "
+        "hidden tests",
+    )
+    grade.add_argument("--memory-mb", type=int, default=2048, help="memory per submission (MiB)")
+    grade.add_argument(
+        "--cell-timeout",
+        type=float,
+        default=30.0,
+        help="seconds one notebook cell may run before it is stopped (default 30)",
+    )
+    add_isolation_options(grade)
+    grade.add_argument(
+        "--feedback",
+        action="store_true",
+        help="also write a feedback report per submission: OUT/feedback/<student>/*.html, .txt",
+    )
+    grade.add_argument(
+        "--gradebook",
+        type=Path,
+        metavar="COURSE",
+        help="also write the grades into this nbgrader course's gradebook (automatic when "
+        "SUBMISSIONS is a course or its submitted/ folder)",
+    )
+    grade.set_defaults(handler=run)
+
+
+def add_isolation_options(grade: argparse.ArgumentParser) -> None:
+    grade.add_argument(
+        "--sandbox-user",
+        metavar="USER",
+        help="instead of bubblewrap, run submissions as this separate unprivileged user "
+        "(for hosts without user namespaces, e.g. Gradescope; needs root; weaker, see README)",
+    )
+    grade.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run submissions WITHOUT isolation: for trusted code only (recorded in results)",
+    )
+
+
+def find_submissions(args: argparse.Namespace) -> list[Submission]:
+    """Every submission under SUBMISSIONS (as --assignment, if given), or a refusal."""
+    if not args.submissions.exists():
+        raise KitError(f"{args.submissions} does not exist.", "Pass a folder of submissions.")
+    forced = None
+    if args.assignment:
+        from attnkit.assignments import get_assignment
+
+        try:
+            forced = get_assignment(args.assignment).slug
+        except KeyError as exc:
+            raise KitError(exc.args[0]) from None
+    submissions = discovery.discover(args.submissions, forced)
+    if not submissions:
+        raise KitError(
+            f"found no submissions (.ipynb or .py files) under {args.submissions}.",
+            "Give a folder per student, nbgrader's submitted/ folder, or notebook files.",
+        )
+    return submissions
+
+
+def settings_of(args: argparse.Namespace) -> GradeSettings:
+    return GradeSettings(
+        call_timeout=args.timeout,
+        budget=args.budget,
+        memory_mb=args.memory_mb,
+        feedback=args.feedback,
+        cell_timeout=args.cell_timeout,
+        sandbox=not args.no_sandbox,
+        sandbox_user=args.sandbox_user,
+    )
+
+
+def choose_isolation(args: argparse.Namespace, settings: GradeSettings) -> None:
+    """Check, before any grading, that the chosen isolation holds on this machine; refuse
+    with the fix rather than record every submission as an error. Sets the grader count."""
+    from . import sandbox, sandbox_user
+
+    if args.jobs is None and not args.sandbox_user:
+        args.jobs = os.cpu_count() or 1
+    if args.no_sandbox:
+        print(
+            "WARNING: --no-sandbox: submissions run WITHOUT isolation. Use this for trusted "
+            "code only; every result records it.",
+            file=sys.stderr,
+        )
+    elif args.sandbox_user:
+        if args.jobs is not None and args.jobs > 1:
+            # Every grader's workers would share the one uid, and could signal each other.
+            raise KitError(
+                "--sandbox-user grades with one grader process: workers of parallel graders "
+                "would share that user's uid.",
+                "Pass --jobs 1 with --sandbox-user (or use bubblewrap, which has no such limit).",
+            )
+        args.jobs = 1
+        if not args.out.exists():
+            args.out.mkdir(mode=0o700, parents=True)
+        # Without namespaces, file permissions alone keep the references, the other
+        # students' files and OUT from a submission: refuse to start unless they do.
+        sandbox_user.check_sandbox_user(args.sandbox_user, (args.submissions, args.out))
+        print(f"sandbox: {sandbox.level_of(settings.sandbox_settings())}")
+    else:
+        level = sandbox.check_sandbox(sandbox.SandboxSettings())
+        print(f"sandbox: {level}")
+
+
+def grade_into(
+    args: argparse.Namespace, submissions: list[Submission], settings: GradeSettings
+) -> tuple[RunOutcome, list[Submission], list[dict[str, Any]]]:
+    """Grade what is not graded yet into OUT, with a progress bar, then rebuild the
+    gradebook files: (how the run went, what has no result, the gradebook's records)."""
+    from tqdm import tqdm
+
+    todo = results.pending(submissions, args.out, settings.feedback, args.force)
+    skipped = len(submissions) - len(todo)
+    if skipped:
+        print(f"{skipped} submission(s) already graded in {args.out}: skipped (--force regrades)")
+    progress = tqdm(
+        total=len(todo), unit="submission", desc="grading", disable=None, file=raw(sys.stderr)
+    )
+    with progress as bar:
+        outcome = grade_all(todo, args.out, settings, args.jobs, progress=bar.update)
+    absent = results.missing(submissions, args.out)
+    try:
+        records = results.write_gradebook(args.out, submissions)
+    except OSError as exc:
+        if absent:
+            report_missing(absent, outcome.lost, args.out)
+        raise KitError(
+            results.disk_advice(args.out / "grades.json", exc) + ".",
+            "grades.json and grades.csv were left as they were (both old, never half-written).",
+        ) from None
+    return outcome, absent, records
+
+
+def run(args: argparse.Namespace) -> int:
+    """Grade submissions in isolated workers; write OUT/grades.json and OUT/grades.csv."""
+    from attnkit_data.verdict import locate_verdict
+
+    submissions = find_submissions(args)
+    settings = settings_of(args)
+    # The hidden suites feed real dataloader batches of the lesson text: find (or fetch
+    # and verify) it once, now, rather than fail every submission on it.
+    locate_verdict(progress=False)
+    choose_isolation(args, settings)
+    with results.exclusive(args.out):
+        outcome, absent, records = grade_into(args, submissions, settings)
+        if args.feedback:
+            from . import feedback
+
+            reports = feedback.write_feedback(args.out)
+    print(results.summary_table(records))
+    print(f"wrote {args.out / 'grades.json'} and {args.out / 'grades.csv'}")
+    if args.feedback:
+        print(f"wrote {len(reports)} feedback reports (HTML and text) in {args.out / 'feedback'}")
+    if outcome.interrupted:
+        print(
+            "interrupted: the results so far are saved; run the same command to resume",
+            file=sys.stderr,
+        )
+        return 130
+    publish_to_nbgrader(args, records)
+    if absent:
+        report_missing(absent, outcome.lost, args.out)
+        return 1
+    return 0
+
+
+def publish_to_nbgrader(args: argparse.Namespace, records: list[dict[str, Any]]) -> None:
+    """Write the grades into the nbgrader course's gradebook, where there is one."""
+    from . import nbgrader_gradebook
+
+    course = args.gradebook or nbgrader_gradebook.find_course(args.submissions)
+    if course is not None:
+        for note in nbgrader_gradebook.push_grades(course, records):
+            print(f"note: {note}")
+        print(f"grades written to the nbgrader gradebook of {course}")
+
+
+def report_missing(absent: list[Submission], lost: dict[Path, str], out: Path) -> None:
+    """Name every submission the run could not record, and why; the run then exits 1."""
+    print(
+        f"INCOMPLETE: {len(absent)} submission(s) have no result, so grades.json and "
+        "grades.csv leave them out:",
+        file=sys.stderr,
+    )
+    for submission in absent:
+        why = lost.get(results.result_path(out, submission), "no result was recorded")
+        print(f"  {submission.student!r} ({submission.path}): {why}", file=sys.stderr)
+    print("Run the same command again to grade them; graded work is kept.", file=sys.stderr)
