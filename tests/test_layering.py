@@ -5,6 +5,7 @@ and importing any of it loads neither of them."""
 from __future__ import annotations
 
 import ast
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -173,3 +174,51 @@ def test_a_planted_cycle_through_a_function_local_import_is_found(tmp_path: Path
     (package / "d.py").write_text("from . import a\n")
     graph = import_graph(kit_modules(tmp_path, {"pkg": "pkg"}))
     assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"]]
+
+
+# -- sizes: one job per module and per function ---------------------------------------------------
+
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 60
+MAX_PIPELINE_LINES = 40
+
+
+def oversized(modules: dict[str, Path]) -> list[str]:
+    """Modules over MAX_MODULE_LINES lines and functions over MAX_FUNCTION_LINES."""
+    found = []
+    for name, path in sorted(modules.items()):
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            found.append(f"{name}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{name}.{node.name}: {length} lines")
+    return found
+
+
+def test_no_product_module_or_function_is_oversized() -> None:
+    assert oversized(kit_modules(ROOT, PACKAGES)) == []
+
+
+def test_grade_submission_reads_as_its_steps() -> None:
+    from attnkit_autograder import pipeline
+
+    source = inspect.getsource(pipeline.grade_submission)
+    assert len(source.splitlines()) <= MAX_PIPELINE_LINES
+    for step in ("read_notebook", "run_in_sandbox", "refuse_grader_faults", "score", "diagnose"):
+        assert f"{step}(grading)" in source
+
+
+def test_a_planted_oversized_function_and_module_are_found(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    (package / "long.py").write_text(f"def long():\n{body}")
+    (package / "big.py").write_text("".join(f"y{i} = {i}\n" for i in range(MAX_MODULE_LINES + 1)))
+    assert sorted(oversized(kit_modules(tmp_path, {"pkg": "pkg"}))) == [
+        f"pkg.big: {MAX_MODULE_LINES + 1} lines",
+        f"pkg.long.long: {MAX_FUNCTION_LINES + 1} lines",
+    ]
