@@ -373,7 +373,7 @@ case(3, "maskzero", "apply_causal_mask", "fills the future scores with 0 instead
         'return scores.masked_fill(blocked, float("-inf"))',
         "return scores.masked_fill(blocked, 0.0)"))
 case(3, "applyinv", "apply_causal_mask", "inverted mask polarity: fills -inf where the tril 'allowed' mask is True (the past) instead of the future",
-     "masked_fill with ~tril... torch.where", """
+     "torch.where with a tril 'allowed' mask", """
     T = scores.shape[-1]
     allowed = torch.tril(torch.ones(T, T, dtype=torch.bool, device=scores.device))
     return torch.where(allowed, torch.full_like(scores, float("-inf")), scores)
