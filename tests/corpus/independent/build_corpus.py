@@ -4,6 +4,7 @@ Each case = the released notebook with every stub filled with a correct answer w
 for this corpus, except one exercise, which gets a single plausible mistake.
 Run:  .venv/bin/python tests/corpus/independent/build_corpus.py
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,10 @@ LESSONS = {
     4: "04_multihead_attention",
 }
 
+
 def d(s: str) -> str:
     return textwrap.dedent(s).strip("\n")
+
 
 # --------------------------------------------------------------------------- correct answers
 GOOD: dict[int, dict[str, str]] = {1: {}, 2: {}, 3: {}, 4: {}}
@@ -191,8 +194,10 @@ GOOD[4]["gpt2_attention_parameters"] = d("""
 # (lesson, student, exercise, mistake, idiom, body)
 CASES: list[tuple[int, str, str, str, str, str]] = []
 
+
 def case(lesson, student, exercise, mistake, idiom, body):
     CASES.append((lesson, student, exercise, mistake, idiom, d(body)))
+
 
 def variant(base: str, old: str, new: str) -> str:
     base = d(base)
@@ -200,58 +205,144 @@ def variant(base: str, old: str, new: str) -> str:
     assert old in base, (old, base)
     return base.replace(old, new, 1)
 
+
 # ---- lesson 1
-case(1, "nomax", "softmax", "softmax exponentiates x directly without subtracting the max along the axis",
-     "np.exp / np.sum keepdims", """
+case(
+    1,
+    "nomax",
+    "softmax",
+    "softmax exponentiates x directly without subtracting the max along the axis",
+    "np.exp / np.sum keepdims",
+    """
     e = np.exp(x)
     return e / np.sum(e, axis=axis, keepdims=True)
-""")
-case(1, "noguard", "softmax", "subtracts the row max but does not guard a fully -inf slice, so it yields NaN (-inf - -inf)",
-     "x.max(axis, keepdims) method calls", """
+""",
+)
+case(
+    1,
+    "noguard",
+    "softmax",
+    "subtracts the row max but does not guard a fully -inf slice, so it yields NaN (-inf - -inf)",
+    "x.max(axis, keepdims) method calls",
+    """
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
-""")
-case(1, "nokeepdims", "softmax", "sums along the axis without keepdims, so the denominator broadcasts against the wrong axis",
-     "np.sum without keepdims", variant(GOOD[1]["softmax"],
+""",
+)
+case(
+    1,
+    "nokeepdims",
+    "softmax",
+    "sums along the axis without keepdims, so the denominator broadcasts against the wrong axis",
+    "np.sum without keepdims",
+    variant(
+        GOOD[1]["softmax"],
         "total = np.sum(shifted, axis=axis, keepdims=True)",
-        "total = np.sum(shifted, axis=axis)"))
-case(1, "hardaxis", "softmax", "ignores the axis argument and always normalises over the last axis",
-     "hard-coded axis=-1", GOOD[1]["softmax"].replace("axis=axis", "axis=-1"))
-case(1, "scaledk", "scale_scores", "divides the scores by d_k instead of sqrt(d_k)",
-     "division by int", """
+        "total = np.sum(shifted, axis=axis)",
+    ),
+)
+case(
+    1,
+    "hardaxis",
+    "softmax",
+    "ignores the axis argument and always normalises over the last axis",
+    "hard-coded axis=-1",
+    GOOD[1]["softmax"].replace("axis=axis", "axis=-1"),
+)
+case(
+    1,
+    "scaledk",
+    "scale_scores",
+    "divides the scores by d_k instead of sqrt(d_k)",
+    "division by int",
+    """
     scores = np.asarray(scores)
     return (scores / d_k).astype(scores.dtype, copy=False)
-""")
-case(1, "keysT", "attention_scores", "transposes K with .T, which on a batched 3-D array reverses all axes instead of swapping the last two",
-     "@ with .T", """
+""",
+)
+case(
+    1,
+    "keysT",
+    "attention_scores",
+    "transposes K with .T, which on a batched 3-D array reverses all axes instead of swapping the last two",
+    "@ with .T",
+    """
     return Q @ K.T
-""")
-case(1, "einsumswap", "attention_scores", "einsum output subscripts swapped, returning K Q^T (keys as rows) instead of Q K^T",
-     "np.einsum", """
+""",
+)
+case(
+    1,
+    "einsumswap",
+    "attention_scores",
+    "einsum output subscripts swapped, returning K Q^T (keys as rows) instead of Q K^T",
+    "np.einsum",
+    """
     return np.einsum("...qd,...kd->...kq", Q, K)
-""")
-case(1, "belowdiag", "causal_mask", "blocks the wrong triangle: True strictly below the diagonal instead of above",
-     "np.tril(k=-1)", """
+""",
+)
+case(
+    1,
+    "belowdiag",
+    "causal_mask",
+    "blocks the wrong triangle: True strictly below the diagonal instead of above",
+    "np.tril(k=-1)",
+    """
     return np.tril(np.ones((num_tokens, num_tokens), dtype=bool), k=-1)
-""")
-case(1, "withdiag", "causal_mask", "uses triu with k=0, so the diagonal (a token seeing itself) is blocked too",
-     "np.triu(k=0)", """
+""",
+)
+case(
+    1,
+    "withdiag",
+    "causal_mask",
+    "uses triu with k=0, so the diagonal (a token seeing itself) is blocked too",
+    "np.triu(k=0)",
+    """
     return np.triu(np.ones((num_tokens, num_tokens)), k=0).astype(bool)
-""")
-case(1, "noscale", "self_attention", "forgets to scale the scores by 1/sqrt(d_k)",
-     "np.matmul + swapaxes", variant(SA1_BODY,
+""",
+)
+case(
+    1,
+    "noscale",
+    "self_attention",
+    "forgets to scale the scores by 1/sqrt(d_k)",
+    "np.matmul + swapaxes",
+    variant(
+        SA1_BODY,
         "scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)",
-        "scores = np.matmul(Q, np.swapaxes(K, -1, -2))"))
-case(1, "sqrtdin", "self_attention", "scales by sqrt(d_in), the width of X, instead of sqrt(d_k)",
-     "@ with X.shape[-1]", variant(SA1_BODY,
+        "scores = np.matmul(Q, np.swapaxes(K, -1, -2))",
+    ),
+)
+case(
+    1,
+    "sqrtdin",
+    "self_attention",
+    "scales by sqrt(d_in), the width of X, instead of sqrt(d_k)",
+    "@ with X.shape[-1]",
+    variant(
+        SA1_BODY,
         "scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)",
-        "scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(X.shape[-1])"))
-case(1, "maskzero", "self_attention", "masks the future scores with 0 instead of -inf, so future keys still get weight",
-     "np.where", variant(SA1_BODY,
+        "scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(X.shape[-1])",
+    ),
+)
+case(
+    1,
+    "maskzero",
+    "self_attention",
+    "masks the future scores with 0 instead of -inf, so future keys still get weight",
+    "np.where",
+    variant(
+        SA1_BODY,
         "scores = np.where(blocked, -np.inf, scores)",
-        "scores = np.where(blocked, 0.0, scores)"))
-case(1, "maskafter", "self_attention", "applies the causal mask after softmax (zeroing weights) without renormalising the rows",
-     "boolean multiply after softmax", d("""
+        "scores = np.where(blocked, 0.0, scores)",
+    ),
+)
+case(
+    1,
+    "maskafter",
+    "self_attention",
+    "applies the causal mask after softmax (zeroing weights) without renormalising the rows",
+    "boolean multiply after softmax",
+    d("""
     Q = X @ W_q
     K = X @ W_k
     V = X @ W_v
@@ -266,82 +357,182 @@ case(1, "maskafter", "self_attention", "applies the causal mask after softmax (z
         weights = weights * allowed
     weights = weights.astype(X.dtype)
     return (weights @ V).astype(X.dtype), weights
-"""))
-case(1, "onehotwidth", "embed_one_hot", "builds the one-hot with width max(id)+1 instead of vocab_size",
-     "np.eye indexing", """
+"""),
+)
+case(
+    1,
+    "onehotwidth",
+    "embed_one_hot",
+    "builds the one-hot with width max(id)+1 instead of vocab_size",
+    "np.eye indexing",
+    """
     ids = np.asarray(token_ids)
     one_hot = np.eye(int(ids.max()) + 1, dtype=E.dtype)[ids]
     return one_hot @ E
-""")
+""",
+)
 
 # ---- lesson 2
-case(2, "nomax", "softmax", "softmax exponentiates x directly without subtracting the max along dim",
-     "torch.exp / sum(keepdim)", """
+case(
+    2,
+    "nomax",
+    "softmax",
+    "softmax exponentiates x directly without subtracting the max along dim",
+    "torch.exp / sum(keepdim)",
+    """
     e = torch.exp(x)
     return e / e.sum(dim=dim, keepdim=True)
-""")
-case(2, "globalmax", "softmax", "subtracts the global max of the whole tensor instead of the max along dim, so low rows underflow to 0/0",
-     "x.max() over all elements", """
+""",
+)
+case(
+    2,
+    "globalmax",
+    "softmax",
+    "subtracts the global max of the whole tensor instead of the max along dim, so low rows underflow to 0/0",
+    "x.max() over all elements",
+    """
     e = torch.exp(x - x.max())
     total = e.sum(dim=dim, keepdim=True)
     return e / torch.where(total > 0, total, torch.ones_like(total))
-""")
-case(2, "loopcols", "simple_attention_loop", "normalises each column of the score matrix (softmax over i) instead of each row",
-     "python loops", variant(GOOD[2]["simple_attention_loop"], """
+""",
+)
+case(
+    2,
+    "loopcols",
+    "simple_attention_loop",
+    "normalises each column of the score matrix (softmax over i) instead of each row",
+    "python loops",
+    variant(
+        GOOD[2]["simple_attention_loop"],
+        """
     for i in range(T):
         weights[i] = torch.softmax(scores[i], dim=0)
-""", """
+""",
+        """
     for j in range(T):
         weights[:, j] = torch.softmax(scores[:, j], dim=0)
-"""))
-case(2, "loopoff", "simple_attention_loop", "off-by-one: the context loop runs j over range(T - 1), skipping the last token",
-     "python loops", variant(GOOD[2]["simple_attention_loop"], """
+""",
+    ),
+)
+case(
+    2,
+    "loopoff",
+    "simple_attention_loop",
+    "off-by-one: the context loop runs j over range(T - 1), skipping the last token",
+    "python loops",
+    variant(
+        GOOD[2]["simple_attention_loop"],
+        """
     for i in range(T):
         for j in range(T):
             context[i] += weights[i, j] * inputs[j]
-""", """
+""",
+        """
     for i in range(T):
         for j in range(T - 1):
             context[i] += weights[i, j] * inputs[j]
-"""))
-case(2, "matT", "simple_attention_matrix", "uses inputs.T, which on a batched [B, T, d] tensor reverses all dims instead of the last two",
-     "@ with .T", """
+""",
+    ),
+)
+case(
+    2,
+    "matT",
+    "simple_attention_matrix",
+    "uses inputs.T, which on a batched [B, T, d] tensor reverses all dims instead of the last two",
+    "@ with .T",
+    """
     scores = inputs @ inputs.T
     weights = torch.softmax(scores, dim=-1)
     return weights @ inputs, weights
-""")
-case(2, "v1noscale", "SelfAttention_v1", "forgets to divide the scores by sqrt(d_out)",
-     "@ with .transpose(-2, -1)", variant(GOOD[2]["SelfAttention_v1"],
+""",
+)
+case(
+    2,
+    "v1noscale",
+    "SelfAttention_v1",
+    "forgets to divide the scores by sqrt(d_out)",
+    "@ with .transpose(-2, -1)",
+    variant(
+        GOOD[2]["SelfAttention_v1"],
         "weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)",
-        "weights = torch.softmax(scores, dim=-1)"))
-case(2, "v1keysT", "SelfAttention_v1", "transposes keys with .T, which is right for [T, d] but reverses all dims of a batched 3-D tensor",
-     "@ with .T", variant(GOOD[2]["SelfAttention_v1"],
+        "weights = torch.softmax(scores, dim=-1)",
+    ),
+)
+case(
+    2,
+    "v1keysT",
+    "SelfAttention_v1",
+    "transposes keys with .T, which is right for [T, d] but reverses all dims of a batched 3-D tensor",
+    "@ with .T",
+    variant(
+        GOOD[2]["SelfAttention_v1"],
         "scores = queries @ keys.transpose(-2, -1)",
-        "scores = queries @ keys.T"))
-case(2, "v1sqrtdin", "SelfAttention_v1", "scales the scores by sqrt(d_in) (x.shape[-1]) instead of sqrt(d_out)",
-     "@ with ** 0.5", variant(GOOD[2]["SelfAttention_v1"],
+        "scores = queries @ keys.T",
+    ),
+)
+case(
+    2,
+    "v1sqrtdin",
+    "SelfAttention_v1",
+    "scales the scores by sqrt(d_in) (x.shape[-1]) instead of sqrt(d_out)",
+    "@ with ** 0.5",
+    variant(
+        GOOD[2]["SelfAttention_v1"],
         "weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)",
-        "weights = torch.softmax(scores / x.shape[-1] ** 0.5, dim=-1)"))
-case(2, "v2noscale", "SelfAttention_v2", "forgets to divide the scores by sqrt(d_out)",
-     "torch.matmul + transpose(-2, -1)", variant(GOOD[2]["SelfAttention_v2"],
+        "weights = torch.softmax(scores / x.shape[-1] ** 0.5, dim=-1)",
+    ),
+)
+case(
+    2,
+    "v2noscale",
+    "SelfAttention_v2",
+    "forgets to divide the scores by sqrt(d_out)",
+    "torch.matmul + transpose(-2, -1)",
+    variant(
+        GOOD[2]["SelfAttention_v2"],
         "weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)",
-        "weights = torch.softmax(scores, dim=-1)"))
-case(2, "v2dk", "SelfAttention_v2", "divides the scores by d_out instead of sqrt(d_out)",
-     "torch.matmul, division by width", variant(GOOD[2]["SelfAttention_v2"],
+        "weights = torch.softmax(scores, dim=-1)",
+    ),
+)
+case(
+    2,
+    "v2dk",
+    "SelfAttention_v2",
+    "divides the scores by d_out instead of sqrt(d_out)",
+    "torch.matmul, division by width",
+    variant(
+        GOOD[2]["SelfAttention_v2"],
         "weights = torch.softmax(scores / keys.shape[-1] ** 0.5, dim=-1)",
-        "weights = torch.softmax(scores / keys.shape[-1], dim=-1)"))
-case(2, "v2nobias", "SelfAttention_v2", "projects with x @ W.weight.T directly instead of calling the nn.Linear, silently dropping the bias",
-     "manual x @ linear.weight.T", variant(GOOD[2]["SelfAttention_v2"], """
+        "weights = torch.softmax(scores / keys.shape[-1], dim=-1)",
+    ),
+)
+case(
+    2,
+    "v2nobias",
+    "SelfAttention_v2",
+    "projects with x @ W.weight.T directly instead of calling the nn.Linear, silently dropping the bias",
+    "manual x @ linear.weight.T",
+    variant(
+        GOOD[2]["SelfAttention_v2"],
+        """
     queries = self.W_query(x)
     keys = self.W_key(x)
     values = self.W_value(x)
-""", """
+""",
+        """
     queries = x @ self.W_query.weight.T
     keys = x @ self.W_key.weight.T
     values = x @ self.W_value.weight.T
-"""))
-case(2, "copynoT", "copy_v2_weights_into_v1", "copies nn.Linear weights ([out, in]) into v1 without transposing them to [in, out]",
-     "new nn.Parameter", """
+""",
+    ),
+)
+case(
+    2,
+    "copynoT",
+    "copy_v2_weights_into_v1",
+    "copies nn.Linear weights ([out, in]) into v1 without transposing them to [in, out]",
+    "new nn.Parameter",
+    """
     for name in ("W_query", "W_key", "W_value"):
         if getattr(v2, name).bias is not None:
             raise ValueError("v2 has biases; v1 has no place for them")
@@ -349,50 +540,111 @@ case(2, "copynoT", "copy_v2_weights_into_v1", "copies nn.Linear weights ([out, i
     v1.W_key = nn.Parameter(v2.W_key.weight.detach().clone())
     v1.W_value = nn.Parameter(v2.W_value.weight.detach().clone())
     return v1
-""")
-case(2, "copynoraise", "copy_v2_weights_into_v1", "does not raise ValueError when v2 has biases, silently dropping them",
-     "copy_ under no_grad with .T", """
+""",
+)
+case(
+    2,
+    "copynoraise",
+    "copy_v2_weights_into_v1",
+    "does not raise ValueError when v2 has biases, silently dropping them",
+    "copy_ under no_grad with .T",
+    """
     with torch.no_grad():
         v1.W_query.copy_(v2.W_query.weight.T)
         v1.W_key.copy_(v2.W_key.weight.T)
         v1.W_value.copy_(v2.W_value.weight.T)
     return v1
-""")
+""",
+)
 
 # ---- lesson 3
-case(3, "belowdiag", "causal_mask", "blocks the wrong triangle: True strictly below the diagonal",
-     "torch.tril(diagonal=-1)", """
+case(
+    3,
+    "belowdiag",
+    "causal_mask",
+    "blocks the wrong triangle: True strictly below the diagonal",
+    "torch.tril(diagonal=-1)",
+    """
     return torch.tril(torch.ones(num_tokens, num_tokens), diagonal=-1).bool()
-""")
-case(3, "withdiag", "causal_mask", "uses triu with diagonal=0, blocking the diagonal as well",
-     "torch.triu(diagonal=0)", """
+""",
+)
+case(
+    3,
+    "withdiag",
+    "causal_mask",
+    "uses triu with diagonal=0, blocking the diagonal as well",
+    "torch.triu(diagonal=0)",
+    """
     return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool))
-""")
-case(3, "maskzero", "apply_causal_mask", "fills the future scores with 0 instead of -inf",
-     "masked_fill", variant(GOOD[3]["apply_causal_mask"],
+""",
+)
+case(
+    3,
+    "maskzero",
+    "apply_causal_mask",
+    "fills the future scores with 0 instead of -inf",
+    "masked_fill",
+    variant(
+        GOOD[3]["apply_causal_mask"],
         'return scores.masked_fill(blocked, float("-inf"))',
-        "return scores.masked_fill(blocked, 0.0)"))
-case(3, "applyinv", "apply_causal_mask", "inverted mask polarity: fills -inf where the tril 'allowed' mask is True (the past) instead of the future",
-     "torch.where with a tril 'allowed' mask", """
+        "return scores.masked_fill(blocked, 0.0)",
+    ),
+)
+case(
+    3,
+    "applyinv",
+    "apply_causal_mask",
+    "inverted mask polarity: fills -inf where the tril 'allowed' mask is True (the past) instead of the future",
+    "torch.where with a tril 'allowed' mask",
+    """
     T = scores.shape[-1]
     allowed = torch.tril(torch.ones(T, T, dtype=torch.bool, device=scores.device))
     return torch.where(allowed, torch.full_like(scores, float("-inf")), scores)
-""")
-case(3, "sdpanoscale", "ScaledDotProductAttention", "forgets to scale the scores by 1/sqrt(d_k)",
-     "torch.matmul + transpose(-2, -1)", variant(SDPA_GOOD,
+""",
+)
+case(
+    3,
+    "sdpanoscale",
+    "ScaledDotProductAttention",
+    "forgets to scale the scores by 1/sqrt(d_k)",
+    "torch.matmul + transpose(-2, -1)",
+    variant(
+        SDPA_GOOD,
         "scores = torch.matmul(q, k.transpose(-2, -1)) / d_k ** 0.5",
-        "scores = torch.matmul(q, k.transpose(-2, -1))"))
-case(3, "sdpadk", "ScaledDotProductAttention", "divides the scores by d_k instead of sqrt(d_k)",
-     "@ with .mT", variant(SDPA_GOOD,
+        "scores = torch.matmul(q, k.transpose(-2, -1))",
+    ),
+)
+case(
+    3,
+    "sdpadk",
+    "ScaledDotProductAttention",
+    "divides the scores by d_k instead of sqrt(d_k)",
+    "@ with .mT",
+    variant(
+        SDPA_GOOD,
         "scores = torch.matmul(q, k.transpose(-2, -1)) / d_k ** 0.5",
-        "scores = q @ k.mT / d_k"))
-case(3, "sdpainv", "ScaledDotProductAttention", "inverted mask polarity: masked_fill where the mask is False (~mask) instead of True",
-     "masked_fill(~mask)", variant(SDPA_GOOD,
+        "scores = q @ k.mT / d_k",
+    ),
+)
+case(
+    3,
+    "sdpainv",
+    "ScaledDotProductAttention",
+    "inverted mask polarity: masked_fill where the mask is False (~mask) instead of True",
+    "masked_fill(~mask)",
+    variant(
+        SDPA_GOOD,
         'scores = scores.masked_fill(mask, float("-inf"))',
-        'scores = scores.masked_fill(~mask, float("-inf"))').replace(
-        "dead = mask.all(dim=-1, keepdim=True)", "dead = (~mask).all(dim=-1, keepdim=True)"))
-case(3, "sdpaafter", "ScaledDotProductAttention", "applies the mask after softmax by zeroing weights, without renormalising the rows",
-     "masked_fill on weights", """
+        'scores = scores.masked_fill(~mask, float("-inf"))',
+    ).replace("dead = mask.all(dim=-1, keepdim=True)", "dead = (~mask).all(dim=-1, keepdim=True)"),
+)
+case(
+    3,
+    "sdpaafter",
+    "ScaledDotProductAttention",
+    "applies the mask after softmax by zeroing weights, without renormalising the rows",
+    "masked_fill on weights",
+    """
     d_k = q.shape[-1]
     scores = torch.matmul(q, k.transpose(-2, -1)) / d_k ** 0.5
     weights = torch.softmax(scores, dim=-1)
@@ -400,9 +652,15 @@ case(3, "sdpaafter", "ScaledDotProductAttention", "applies the mask after softma
         weights = weights.masked_fill(mask, 0.0)
     weights = self.dropout(weights)
     return weights @ v, weights
-""")
-case(3, "sdpadropscores", "ScaledDotProductAttention", "applies dropout to the scores before softmax instead of to the weights",
-     "nn.Dropout on scores", """
+""",
+)
+case(
+    3,
+    "sdpadropscores",
+    "ScaledDotProductAttention",
+    "applies dropout to the scores before softmax instead of to the weights",
+    "nn.Dropout on scores",
+    """
     d_k = q.shape[-1]
     scores = torch.matmul(q, k.transpose(-2, -1)) / d_k ** 0.5
     scores = self.dropout(scores)
@@ -414,9 +672,15 @@ case(3, "sdpadropscores", "ScaledDotProductAttention", "applies dropout to the s
     if mask is not None:
         weights = weights.masked_fill(dead, 0.0)
     return weights @ v, weights
-""")
-case(3, "sdpadropout", "ScaledDotProductAttention", "applies dropout to the output (weights @ v) instead of to the weights",
-     "nn.Dropout on output", """
+""",
+)
+case(
+    3,
+    "sdpadropout",
+    "ScaledDotProductAttention",
+    "applies dropout to the output (weights @ v) instead of to the weights",
+    "nn.Dropout on output",
+    """
     d_k = q.shape[-1]
     scores = torch.matmul(q, k.transpose(-2, -1)) / d_k ** 0.5
     if mask is not None:
@@ -427,89 +691,216 @@ case(3, "sdpadropout", "ScaledDotProductAttention", "applies dropout to the outp
     if mask is not None:
         weights = weights.masked_fill(dead, 0.0)
     return self.dropout(weights @ v), weights
-""")
-case(3, "cainv", "CausalAttention", "inverted mask polarity: passes ~self.mask, blocking the past and keeping the future",
-     "~ on the registered buffer", variant(GOOD[3]["CausalAttention"],
+""",
+)
+case(
+    3,
+    "cainv",
+    "CausalAttention",
+    "inverted mask polarity: passes ~self.mask, blocking the past and keeping the future",
+    "~ on the registered buffer",
+    variant(
+        GOOD[3]["CausalAttention"],
         "context, _ = self.attention(q, k, v, mask=self.mask[:T, :T])",
-        "context, _ = self.attention(q, k, v, mask=~self.mask[:T, :T])"))
-case(3, "cashape1", "CausalAttention", "takes the token count from x.shape[1], which is d_in (not T) for an unbatched [T, d_in] input",
-     "shape indexing", variant(GOOD[3]["CausalAttention"],
-        "T = x.shape[-2]", "T = x.shape[1]"))
-case(3, "caswapqk", "CausalAttention", "swaps the projections: queries from W_key and keys from W_query",
-     "nn.Linear calls", variant(GOOD[3]["CausalAttention"], """
+        "context, _ = self.attention(q, k, v, mask=~self.mask[:T, :T])",
+    ),
+)
+case(
+    3,
+    "cashape1",
+    "CausalAttention",
+    "takes the token count from x.shape[1], which is d_in (not T) for an unbatched [T, d_in] input",
+    "shape indexing",
+    variant(GOOD[3]["CausalAttention"], "T = x.shape[-2]", "T = x.shape[1]"),
+)
+case(
+    3,
+    "caswapqk",
+    "CausalAttention",
+    "swaps the projections: queries from W_key and keys from W_query",
+    "nn.Linear calls",
+    variant(
+        GOOD[3]["CausalAttention"],
+        """
     q = self.W_query(x)
     k = self.W_key(x)
-""", """
+""",
+        """
     q = self.W_key(x)
     k = self.W_query(x)
-"""))
+""",
+    ),
+)
 
 # ---- lesson 4
-case(4, "catbatch", "MultiHeadAttentionWrapper", "concatenates the heads along dim 0 (the batch) instead of the feature dim",
-     "torch.cat(dim=0)", """
+case(
+    4,
+    "catbatch",
+    "MultiHeadAttentionWrapper",
+    "concatenates the heads along dim 0 (the batch) instead of the feature dim",
+    "torch.cat(dim=0)",
+    """
     return torch.cat([head(x) for head in self.heads], dim=0)
-""")
-case(4, "stackinterleave", "MultiHeadAttentionWrapper", "stacks heads on a new last dim and flattens, interleaving head features instead of concatenating head 0 first",
-     "torch.stack(dim=-1).flatten", """
+""",
+)
+case(
+    4,
+    "stackinterleave",
+    "MultiHeadAttentionWrapper",
+    "stacks heads on a new last dim and flattens, interleaving head features instead of concatenating head 0 first",
+    "torch.stack(dim=-1).flatten",
+    """
     return torch.stack([head(x) for head in self.heads], dim=-1).flatten(start_dim=-2)
-""")
-case(4, "totaldout", "wrapper_d_out", "returns the total output width 2 instead of the per-head d_out 1",
-     "literal", """
+""",
+)
+case(
+    4,
+    "totaldout",
+    "wrapper_d_out",
+    "returns the total output width 2 instead of the per-head d_out 1",
+    "literal",
+    """
     return 2
-""")
-case(4, "viewsplit", "MultiHeadAttention", "splits heads with view(b, heads, T, head_dim) directly instead of view(b, T, heads, head_dim).transpose(1, 2)",
-     "view in the wrong order", variant(MHA_GOOD, """
+""",
+)
+case(
+    4,
+    "viewsplit",
+    "MultiHeadAttention",
+    "splits heads with view(b, heads, T, head_dim) directly instead of view(b, T, heads, head_dim).transpose(1, 2)",
+    "view in the wrong order",
+    variant(
+        MHA_GOOD,
+        """
     def split(t):
         return t.view(b, T, self.num_heads, self.head_dim).transpose(1, 2)
-""", """
+""",
+        """
     def split(t):
         return t.view(b, self.num_heads, T, self.head_dim)
-""").replace("context = (weights @ v).transpose(1, 2).contiguous().view(b, T, self.d_out)",
-             "context = (weights @ v).contiguous().view(b, T, self.d_out)"))
-case(4, "mergenoT", "MultiHeadAttention", "merges heads with view(b, T, d_out) straight from [b, heads, T, head_dim] without transposing back",
-     "reshape without transpose", variant(MHA_GOOD,
+""",
+    ).replace(
         "context = (weights @ v).transpose(1, 2).contiguous().view(b, T, self.d_out)",
-        "context = (weights @ v).reshape(b, T, self.d_out)"))
-case(4, "noout", "MultiHeadAttention", "forgets to apply out_proj after merging the heads",
-     "return merged context", variant(MHA_GOOD,
-        "return self.out_proj(context)", "return context"))
-case(4, "scaledout", "MultiHeadAttention", "scales by sqrt(d_out) instead of sqrt(head_dim)",
-     "** 0.5", variant(MHA_GOOD,
+        "context = (weights @ v).contiguous().view(b, T, self.d_out)",
+    ),
+)
+case(
+    4,
+    "mergenoT",
+    "MultiHeadAttention",
+    "merges heads with view(b, T, d_out) straight from [b, heads, T, head_dim] without transposing back",
+    "reshape without transpose",
+    variant(
+        MHA_GOOD,
+        "context = (weights @ v).transpose(1, 2).contiguous().view(b, T, self.d_out)",
+        "context = (weights @ v).reshape(b, T, self.d_out)",
+    ),
+)
+case(
+    4,
+    "noout",
+    "MultiHeadAttention",
+    "forgets to apply out_proj after merging the heads",
+    "return merged context",
+    variant(MHA_GOOD, "return self.out_proj(context)", "return context"),
+)
+case(
+    4,
+    "scaledout",
+    "MultiHeadAttention",
+    "scales by sqrt(d_out) instead of sqrt(head_dim)",
+    "** 0.5",
+    variant(
+        MHA_GOOD,
         "scores = q @ k.transpose(2, 3) / self.head_dim ** 0.5",
-        "scores = q @ k.transpose(2, 3) / self.d_out ** 0.5"))
-case(4, "noscale", "MultiHeadAttention", "forgets to scale the scores (head split written with permute)",
-     "permute + torch.matmul", variant(MHA_GOOD, """
+        "scores = q @ k.transpose(2, 3) / self.d_out ** 0.5",
+    ),
+)
+case(
+    4,
+    "noscale",
+    "MultiHeadAttention",
+    "forgets to scale the scores (head split written with permute)",
+    "permute + torch.matmul",
+    variant(
+        MHA_GOOD,
+        """
     def split(t):
         return t.view(b, T, self.num_heads, self.head_dim).transpose(1, 2)
-""", """
+""",
+        """
     def split(t):
         return t.view(b, T, self.num_heads, self.head_dim).permute(0, 2, 1, 3)
-""").replace("scores = q @ k.transpose(2, 3) / self.head_dim ** 0.5",
-             "scores = torch.matmul(q, k.permute(0, 1, 3, 2))"))
-case(4, "mhainv", "MultiHeadAttention", "inverted mask polarity: masked_fill where the mask is False (~mask)",
-     "masked_fill(~mask)", variant(MHA_GOOD,
+""",
+    ).replace(
+        "scores = q @ k.transpose(2, 3) / self.head_dim ** 0.5",
+        "scores = torch.matmul(q, k.permute(0, 1, 3, 2))",
+    ),
+)
+case(
+    4,
+    "mhainv",
+    "MultiHeadAttention",
+    "inverted mask polarity: masked_fill where the mask is False (~mask)",
+    "masked_fill(~mask)",
+    variant(
+        MHA_GOOD,
         'scores = scores.masked_fill(self.mask[:T, :T], float("-inf"))',
-        'scores = scores.masked_fill(~self.mask[:T, :T], float("-inf"))'))
-case(4, "hardheads", "MultiHeadAttention", "hard-codes 2 heads in the split view (the demo's num_heads) instead of self.num_heads",
-     "view(b, T, 2, -1)", variant(MHA_GOOD,
+        'scores = scores.masked_fill(~self.mask[:T, :T], float("-inf"))',
+    ),
+)
+case(
+    4,
+    "hardheads",
+    "MultiHeadAttention",
+    "hard-codes 2 heads in the split view (the demo's num_heads) instead of self.num_heads",
+    "view(b, T, 2, -1)",
+    variant(
+        MHA_GOOD,
         "return t.view(b, T, self.num_heads, self.head_dim).transpose(1, 2)",
-        "return t.view(b, T, 2, -1).transpose(1, 2)"))
-case(4, "dropctx", "MultiHeadAttention", "applies dropout to the context vectors instead of to the attention weights",
-     "nn.Dropout on context", variant(MHA_GOOD, """
+        "return t.view(b, T, 2, -1).transpose(1, 2)",
+    ),
+)
+case(
+    4,
+    "dropctx",
+    "MultiHeadAttention",
+    "applies dropout to the context vectors instead of to the attention weights",
+    "nn.Dropout on context",
+    variant(
+        MHA_GOOD,
+        """
     weights = self.dropout(torch.softmax(scores, dim=-1))
     context = (weights @ v).transpose(1, 2).contiguous().view(b, T, self.d_out)
-""", """
+""",
+        """
     weights = torch.softmax(scores, dim=-1)
     context = self.dropout(weights @ v).transpose(1, 2).contiguous().view(b, T, self.d_out)
-"""))
-case(4, "softdim2", "MultiHeadAttention", "softmax over dim=2 (the query axis of [b, h, T, T]) instead of the key axis",
-     "torch.softmax(dim=2)", variant(MHA_GOOD,
+""",
+    ),
+)
+case(
+    4,
+    "softdim2",
+    "MultiHeadAttention",
+    "softmax over dim=2 (the query axis of [b, h, T, T]) instead of the key axis",
+    "torch.softmax(dim=2)",
+    variant(
+        MHA_GOOD,
         "weights = self.dropout(torch.softmax(scores, dim=-1))",
-        "weights = self.dropout(torch.softmax(scores, dim=2))"))
-case(4, "nooutbias", "gpt2_attention_parameters", "counts out_proj as 768*768 without its bias",
-     "arithmetic", """
+        "weights = self.dropout(torch.softmax(scores, dim=2))",
+    ),
+)
+case(
+    4,
+    "nooutbias",
+    "gpt2_attention_parameters",
+    "counts out_proj as 768*768 without its bias",
+    "arithmetic",
+    """
     return 4 * 768 * 768
-""")
+""",
+)
 
 
 def fill(cell_src: str, body: str) -> str:
@@ -574,11 +965,14 @@ def main() -> None:
     (HERE / "manifest.toml").write_text("\n".join(manifest))
     # all-correct controls (not part of the corpus): written outside the corpus folder
     import sys
+
     if "--controls" in sys.argv:
         ctl = Path(sys.argv[sys.argv.index("--controls") + 1])
         ctl.mkdir(parents=True, exist_ok=True)
         for lesson, slug in LESSONS.items():
-            (ctl / f"control_{slug}.ipynb").write_text(json.dumps(build(lesson, {}), indent=1) + "\n")
+            (ctl / f"control_{slug}.ipynb").write_text(
+                json.dumps(build(lesson, {}), indent=1) + "\n"
+            )
     print(len(CASES), "cases")
 
 
