@@ -146,8 +146,15 @@ def build_zip(target: Path, assignment: str, visibility: str, kit_root: Path) ->
     return target
 
 
+class GraderFault(Exception):
+    """The kit itself failed on this submission: Gradescope must record no score at all
+    (run_autograder exits 1 without results.json, which Gradescope shows as an autograder
+    failure that staff can rerun), never a 0 that looks like the student's."""
+
+
 def to_results(grades: dict[str, Any], visibility: str = "after_published") -> dict[str, Any]:
-    """Gradescope's results.json for the one submission in ``grades``."""
+    """Gradescope's results.json for the one submission in ``grades``; :class:`GraderFault`
+    when the grader, not the submission, failed."""
     records = grades.get("submissions", [])
     if len(records) != 1:
         return {
@@ -157,6 +164,8 @@ def to_results(grades: dict[str, Any], visibility: str = "after_published") -> d
             "tests": [],
         }
     record = records[0]
+    if record.get("fault") == "grader":
+        raise GraderFault(record["error"])
     tests = []
     for test in record["tests"]:
         output = test["message"]
@@ -230,7 +239,9 @@ def sandbox_for_gradescope() -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``run_autograder``'s entry point: always leaves a results.json behind."""
+    """``run_autograder``'s entry point: a results.json for every submission the grader
+    could judge (a damaged or missing notebook included, with what to fix); exit 1 and
+    no results.json when the grader itself failed."""
     import argparse
 
     from attnkit.assignments import get_assignment
@@ -241,8 +252,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--visibility", default="after_published", choices=VISIBILITIES)
     args = parser.parse_args(argv)
     slug = get_assignment(args.assignment).slug
-    results = grade_for_gradescope(args.root, slug, args.visibility)
     target = args.root / "results" / "results.json"
+    target.unlink(missing_ok=True)  # a stale file must never stand in for this grading
+    try:
+        results = grade_for_gradescope(args.root, slug, args.visibility)
+    except GraderFault as fault:
+        print(f"the grader failed on this submission, so no score is recorded: {fault}")
+        return 1
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(results, indent=1), encoding="utf-8")
     print(f"score {results['score']}: wrote {target}")

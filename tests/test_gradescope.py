@@ -127,6 +127,25 @@ def test_results_for_an_ungradable_submission() -> None:
     assert "exactly one notebook" in to_results({"submissions": []})["output"]
 
 
+def test_a_grader_fault_records_no_score_on_gradescope(tmp_path, monkeypatch) -> None:
+    """The grader failed, not the student: run_autograder exits 1 and leaves no results.json
+    (Gradescope then shows an autograder failure staff can rerun), never a 0, and a stale
+    results.json from an earlier run is not left to stand in for it."""
+    from attnkit_autograder import gradescope
+
+    record = {"status": "error", "error": "the grader failed twice", "fault": "grader"}
+    with pytest.raises(gradescope.GraderFault):
+        to_results({"submissions": [record]})
+    monkeypatch.setattr(
+        gradescope, "grade_for_gradescope", lambda *a: to_results({"submissions": [record]})
+    )
+    stale = tmp_path / "results" / "results.json"
+    stale.parent.mkdir()
+    stale.write_text('{"score": 0}')
+    assert gradescope.main(["--root", str(tmp_path), "--assignment", "2"]) == 1
+    assert not stale.exists()
+
+
 @pytest.fixture(scope="module")
 def autograder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Gradescope's /autograder after the image build: source unzipped, setup.sh run."""
