@@ -398,13 +398,21 @@ class _CellStopped(Exception):
         self.note = note
 
 
+STUDENT_TYPE_CHARS = 40
+STUDENT_MESSAGE_CHARS = 100
+"""What a submission's own exception may carry into its feedback: the first line of its
+message, this long, and its type's name. A hidden test's inputs pass through the student's
+code, so anything longer would let a few resubmissions carry them out."""
+
+
 def raised_in_submission(error: Any) -> Exception:
     """The local exception that stands for what the submission raised."""
     if not isinstance(error, dict):
         return WorkerCrashed("the submission's process sent an unexpected reply")
+    lines = _text(error.get("message"), 500).splitlines()
     type_name, message = (
-        _text(error.get("type"), 80) or "Exception",
-        _text(error.get("message"), 500),
+        _text(error.get("type"), STUDENT_TYPE_CHARS) or "Exception",
+        _text(lines[0] if lines else "", STUDENT_MESSAGE_CHARS),
     )
     if type_name == "NotImplementedError":
         return NotImplementedError(message)

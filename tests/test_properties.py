@@ -182,3 +182,36 @@ replies = st.recursive(
 def test_validating_any_reply_gives_it_back_or_one_refusal(adapter: str, reply: object) -> None:
     with contextlib.suppress(MalformedResult):
         assert validate_result(adapter, reply) is reply
+
+
+@FAST
+@given(
+    st.one_of(
+        st.none(),
+        st.integers(),
+        st.dictionaries(
+            st.sampled_from(["type", "message", "name"]),
+            st.one_of(st.text(max_size=3000), st.integers(), st.none()),
+        ),
+    )
+)
+def test_what_a_submission_raised_carries_bounded_text(error) -> None:
+    """Whatever the worker says the student's code raised, the feedback carries at most a
+    short first line of it (hidden inputs pass through that code)."""
+    from attnkit.adapters import MissingDefinition
+    from attnkit_autograder.isolation import (
+        STUDENT_MESSAGE_CHARS,
+        STUDENT_TYPE_CHARS,
+        SubmissionError,
+        WorkerCrashed,
+        raised_in_submission,
+    )
+
+    raised = raised_in_submission(error)
+    assert isinstance(
+        raised, SubmissionError | WorkerCrashed | NotImplementedError | MissingDefinition
+    )
+    if isinstance(raised, SubmissionError):
+        assert len(raised.type_name) <= STUDENT_TYPE_CHARS
+        assert len(raised.message) <= STUDENT_MESSAGE_CHARS
+        assert "\n" not in str(raised)
