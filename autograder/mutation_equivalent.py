@@ -123,8 +123,9 @@ JUDGED: list[tuple[str, str, str, tuple[str, ...], str]] = [
     (
         L2,
         "copy_v2_weights_into_v1",
-        'raise ValueError(f"{name}: v1 holds {tuple(target.shape)} but...',
-        ('raise ValueError(f"{name}: v1 holds {tuple(target.shape)} but... -> pass',),
+        "raise ValueError(f\"{name}: v1 holds {tuple(target.shape)} but v2's transposed "
+        'weight is {tuple(linear.weight.T.shape)}; build both with the same d_in and d_out")',
+        ('raise ValueError(f"{name}: v1 holds {tuple(target.shape)}... -> pass',),
         "same d_in and d_out is the caller's promise (contract), not a checked error",
     ),
     (
