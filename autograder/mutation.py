@@ -148,11 +148,16 @@ def exercises(slug: str) -> list[str]:
     return [e.name for e in ASSIGNMENTS[slug].exercises if (slug, e.name) in REFERENCE_CODE]
 
 
-def score_lesson(slug: str, only: set[str] | None = None) -> LessonScore:
-    """Generate every mutant of the lesson and grade each with its hidden suite (only the
-    tests of the graded cells in ``only``, when given: a deliberately weaker suite)."""
+def score_lesson(
+    slug: str, only: set[str] | None = None, exercise_only: str | None = None
+) -> LessonScore:
+    """Generate every mutant of the lesson (of ``exercise_only``, when given) and grade each
+    with its hidden suite (only the tests of the graded cells in ``only``, when given: a
+    deliberately weaker suite)."""
     result = LessonScore(slug)
     for exercise in exercises(slug):
+        if exercise_only not in (None, exercise):
+            continue
         built = {str(i): (m, mutant_namespace(m)) for i, m in enumerate(mutants(slug, exercise))}
         namespaces = {k: ns for k, (_, ns) in built.items() if ns is not None}
         result.generated += len(namespaces)
