@@ -133,15 +133,9 @@ class SuitePlugin:
         self.verdicts.append(Outcome("", item.name, status, message, hint, grade_id=grade_id))
 
 
-def run_suite(
-    impl: Implementation,
-    slug: str,
-    reference: Implementation,
-    grade_ids: set[str] | None = None,
-) -> list[Outcome]:
-    """Run ``slug``'s hidden suite against ``impl``; pytest's own output is discarded."""
-    isolated = not isinstance(getattr(impl, "inner", impl), LocalImplementation)
-    plugin = SuitePlugin(Subject(impl, slug), Subject(reference, slug), grade_ids, isolated)
+def suite_arguments(slug: str) -> list[str]:
+    """pytest's command line for ``slug``'s hidden suite, quiet and without the plugins
+    that only add cost: the verdicts come from a :class:`SuitePlugin`."""
     suite = SUITES / f"test_{slug}.py"
     # Plugins that only add cost here: the verdicts come from SuitePlugin, pytest's output is
     # discarded, and unraisableexception runs gc.collect() twice per session.
@@ -161,6 +155,19 @@ def run_suite(
     args = [str(suite), "-q", "--tb=no", "--rootdir", str(SUITES), "-c", str(SUITES / "pytest.ini")]
     for plugin_name in quiet:
         args += ["-p", plugin_name]
+    return args
+
+
+def run_suite(
+    impl: Implementation,
+    slug: str,
+    reference: Implementation,
+    grade_ids: set[str] | None = None,
+) -> list[Outcome]:
+    """Run ``slug``'s hidden suite against ``impl``; pytest's own output is discarded."""
+    isolated = not isinstance(getattr(impl, "inner", impl), LocalImplementation)
+    plugin = SuitePlugin(Subject(impl, slug), Subject(reference, slug), grade_ids, isolated)
+    args = suite_arguments(slug)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         code = pytest.main(args, plugins=[plugin])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not plugin.verdicts:

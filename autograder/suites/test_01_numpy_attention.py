@@ -44,6 +44,14 @@ def test_softmax_rows_sum_to_one_and_shift_invariance(submission) -> None:
 
 
 @grade("test_softmax_values")
+@contract("softmax", "sum to 1")
+def test_softmax_default_axis_is_the_last(submission, reference) -> None:
+    # No axis given, on three axes of different lengths: the default is axis=-1, and
+    # only on a 3-d input does a default of 1 (or 0) differ from it.
+    same_call(submission, reference, "softmax", randn(2, 3, 4, seed=26, dtype=np.float64), **NP)
+
+
+@grade("test_softmax_values")
 @contract("softmax", "same shape and dtype as x (float32 stays float32)")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_softmax_keeps_dtype(submission, reference, dtype) -> None:

@@ -52,6 +52,23 @@ def test_softmax_huge_logits_and_masked_rows(submission, reference) -> None:
     same_call(submission, reference, "softmax", masked, dim=-1, **T)
 
 
+@grade("test_softmax_values")
+@contract("softmax", "sum to 1")
+def test_softmax_default_dim_is_the_last(submission, reference) -> None:
+    # No dim given, on three axes of different lengths: the default is dim=-1, and only on
+    # a 3-d input does a default of 1 (or 0) differ from it.
+    same_call(submission, reference, "softmax", randn(2, 3, 4, seed=33), **T)
+
+
+@grade("test_softmax_stability")
+@contract("softmax", "finite for values around +-1000")
+def test_softmax_logits_spanning_two_thousand(submission, reference) -> None:
+    # +1000 and -1000 in one row: shifting by the row's maximum keeps every exponent <= 0;
+    # shifting by anything else (the minimum, the mean) overflows float32 to inf.
+    x = np.array([[1000.0, -1000.0, 0.0], [-1000.0, 1000.0, 999.0]], dtype=np.float32)
+    same_call(submission, reference, "softmax", x, dim=-1, **T)
+
+
 # --- attention without weights ----------------------------------------------------------------
 
 

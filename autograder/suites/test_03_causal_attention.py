@@ -124,6 +124,37 @@ def test_sdpa_causal_and_fully_masked_rows(submission, reference) -> None:
     )
 
 
+@grade("test_sdpa_values")
+@contract(
+    "ScaledDotProductAttention",
+    "q: [..., T_q, d_k], k: [..., T_k, d_k], v: [..., T_k, d_v]",
+    "(output [..., T_q, d_v], weights [..., T_q, T_k]), tensors of the dtype of q",
+)
+def test_sdpa_on_three_axes(submission, reference) -> None:
+    # [batch, T, d] without a heads axis (as CausalAttention calls it): only the last two
+    # axes of k swap; a fixed axis (2, or 1) is right on 4-d inputs alone.
+    q, k, v = randn(2, 4, 8, seed=18), randn(2, 6, 8, seed=19), randn(2, 6, 5, seed=20)
+    same_module(submission, reference, "ScaledDotProductAttention", [], [q, k, v], outputs=2)
+
+
+@grade("test_sdpa_masking")
+@contract(
+    "ScaledDotProductAttention",
+    "bool broadcastable to [..., T_q, T_k]",
+    "Rows whose keys are all blocked get zero weights and zero output",
+)
+def test_sdpa_per_head_mask_with_fully_masked_rows(submission, reference) -> None:
+    # One [T_q, T_k] mask per head, broadcast over the batch; query 1 of head 2 and query 3
+    # of head 0 see nothing. A fully blocked row is one whose *last* axis is all True.
+    q, k, v = qkv(2, 3, 4, 6, 8, 5, seed=21)
+    blocked = np.random.default_rng(22).random((3, 4, 6)) > 0.6
+    blocked[2, 1] = True
+    blocked[0, 3] = True
+    same_module(
+        submission, reference, "ScaledDotProductAttention", [], [q, k, v, blocked], outputs=2
+    )
+
+
 @grade("test_sdpa_masking")
 @contract("ScaledDotProductAttention", "after dropout in training mode; no dropout in eval mode")
 def test_sdpa_dropout_acts_on_weights_in_training_only(submission, reference) -> None:

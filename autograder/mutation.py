@@ -1,0 +1,210 @@
+"""Mutation testing of the hidden suites: does every plausible wrong variant fail?
+
+For every exercise, :mod:`.mutation_operators` rewrites one node of the reference at a
+time (a swapped axis, an off-by-one bound, ``triu`` for ``tril``, a dropped subtraction,
+an inverted mask, a different local returned ...). Each mutant is compiled in the
+reference module's globals, put in place of the reference in the lesson's namespace, and
+graded by the lesson's hidden suite: only the tests of the mutated exercise, in one
+pytest session per exercise with the ``submission`` fixture parametrized over the
+mutants (:class:`MutantsPlugin`, the harness's :class:`SuitePlugin` otherwise). A mutant
+is *killed* when any hidden test does not pass; a killed mutant's remaining tests are
+skipped. :func:`killed_by_run_suite` grades one mutant through
+:func:`attnkit_autograder.harness.run_suite` instead, the grader's own path.
+
+A survivor that agrees with the reference on fresh random inputs
+(:mod:`.mutation_inputs`) is listed as *likely equivalent*; :data:`KNOWN_EQUIVALENT`
+holds those a human has judged, with the reason. Every other survivor is a gap in the
+suite.
+
+    python -m attnkit_autograder.mutation [slug ...]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from attnkit.assignments import ASSIGNMENTS
+from attnkit.implementation import LocalImplementation
+from attnkit.outcome import PASSED
+from attnkit_solutions.exercises import REFERENCE_CODE, reference_namespace, reference_object
+
+from .harness import Subject, SuitePlugin, reference_implementation, run_suite, suite_arguments
+from .mutation_equivalent import KNOWN_EQUIVALENT
+from .mutation_inputs import agrees
+from .mutation_operators import Mutant, mutants
+from .rubric import graded_cells
+
+
+@dataclass
+class LessonScore:
+    slug: str
+    generated: int = 0
+    killed: list[Mutant] = field(default_factory=list)
+    survived: list[Mutant] = field(default_factory=list)
+    equivalent: list[tuple[Mutant, str]] = field(default_factory=list)
+    """Survivors judged equivalent to the reference (:data:`KNOWN_EQUIVALENT`), and why."""
+    unjudged: list[Mutant] = field(default_factory=list)
+    """Survivors that agree with the reference on random inputs, not judged yet."""
+
+    @property
+    def score(self) -> float:
+        judged = len(self.killed) + len(self.survived)
+        return len(self.killed) / judged if judged else 1.0
+
+
+def mutant_namespace(mutant: Mutant) -> dict[str, Any] | None:
+    """The lesson's reference namespace with the mutated definition in place (None when
+    the mutant does not compile)."""
+    namespace = reference_namespace(mutant.slug)
+    target = namespace[mutant.exercise]
+    original = reference_object(mutant.slug, mutant.exercise)
+    globals_ = {**original.__globals__, **namespace}
+    try:
+        exec(compile(mutant.source, f"<mutant {mutant.exercise}>", "exec"), globals_)
+    except Exception:
+        return None
+    function = globals_[original.__name__]
+    if inspect.isclass(target):
+        namespace[mutant.exercise] = type(mutant.exercise, (target,), {"forward": function})
+    else:
+        namespace[mutant.exercise] = function
+    return namespace
+
+
+# -- grading mutants -------------------------------------------------------------------------------
+
+
+class MutantsPlugin(SuitePlugin):
+    """A :class:`SuitePlugin` whose ``submission`` is each of several implementations in
+    turn: every hidden test runs once per mutant, and ``killed`` collects the mutants that
+    failed one. Once a mutant is killed, its remaining tests are skipped."""
+
+    def __init__(self, subjects: dict[str, Subject], reference: Subject, grade_ids: set[str]):
+        super().__init__(next(iter(subjects.values())), reference, grade_ids)
+        self.subjects = subjects
+        self.killed: set[str] = set()
+
+    @pytest.fixture
+    def submission(self, request: pytest.FixtureRequest) -> Subject:
+        return self.subjects[request.param]
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "submission" in metafunc.fixturenames:
+            metafunc.parametrize("submission", list(self.subjects), indirect=True)
+
+    def pytest_runtest_setup(self, item: Any) -> None:
+        if item.callspec.params.get("submission") in self.killed:
+            pytest.skip("already killed")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: Any, call: Any):
+        report = (yield).get_result()
+        if report.failed:
+            self.killed.add(item.callspec.params["submission"])
+
+
+def grade_ids(slug: str, exercise: str, only: set[str] | None = None) -> set[str]:
+    """The graded cells of ``exercise`` (those in ``only``, when given)."""
+    found = {cell.grade_id for cell in graded_cells(slug) if cell.exercise == exercise}
+    return found if only is None else found & only
+
+
+def killed_mutants(
+    namespaces: dict[str, dict[str, Any]], slug: str, exercise: str, only: set[str] | None
+) -> set[str]:
+    """The keys of ``namespaces`` that the hidden tests of ``exercise`` (those of the
+    graded cells in ``only``, when given) fail, from one pytest session."""
+    wanted = grade_ids(slug, exercise, only)
+    if not wanted or not namespaces:
+        return set()
+    subjects = {k: Subject(LocalImplementation(ns, label=k), slug) for k, ns in namespaces.items()}
+    plugin = MutantsPlugin(subjects, Subject(reference_implementation(slug), slug), wanted)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = pytest.main(suite_arguments(slug), plugins=[plugin])
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        raise RuntimeError(f"the hidden suite for {slug} did not run (pytest exit code {code})")
+    return plugin.killed
+
+
+def killed_by_run_suite(mutant: Mutant, only: set[str] | None = None) -> bool:
+    """Whether the grader's own :func:`run_suite` fails the mutant (one session for it)."""
+    namespace = mutant_namespace(mutant)
+    assert namespace is not None, "the mutant does not compile"
+    wanted = grade_ids(mutant.slug, mutant.exercise, only)
+    reference = reference_implementation(mutant.slug)
+    impl = LocalImplementation(namespace, label="mutant")
+    verdicts = run_suite(impl, mutant.slug, reference, grade_ids=wanted) if wanted else []
+    return any(v.status != PASSED for v in verdicts)
+
+
+def exercises(slug: str) -> list[str]:
+    return [e.name for e in ASSIGNMENTS[slug].exercises if (slug, e.name) in REFERENCE_CODE]
+
+
+def score_lesson(
+    slug: str, only: set[str] | None = None, exercise_only: str | None = None
+) -> LessonScore:
+    """Generate every mutant of the lesson (of ``exercise_only``, when given) and grade each
+    with its hidden suite (only the tests of the graded cells in ``only``, when given: a
+    deliberately weaker suite)."""
+    result = LessonScore(slug)
+    for exercise in exercises(slug):
+        if exercise_only not in (None, exercise):
+            continue
+        built = {str(i): (m, mutant_namespace(m)) for i, m in enumerate(mutants(slug, exercise))}
+        namespaces = {k: ns for k, (_, ns) in built.items() if ns is not None}
+        result.generated += len(namespaces)
+        dead = killed_mutants(namespaces, slug, exercise, only)
+        for key, namespace in namespaces.items():
+            mutant = built[key][0]
+            if key in dead:
+                result.killed.append(mutant)
+            elif (
+                key := (slug, exercise, mutant.statement, mutant.description)
+            ) in KNOWN_EQUIVALENT:
+                result.equivalent.append((mutant, KNOWN_EQUIVALENT[key]))
+            elif agrees(slug, exercise, reference_namespace(slug), namespace):
+                result.unjudged.append(mutant)
+            else:
+                result.survived.append(mutant)
+    return result
+
+
+def report(result: LessonScore) -> str:
+    """The lesson's score, then every survivor and every equivalent mutant, one a line."""
+    likely = len(result.equivalent) + len(result.unjudged)
+    lines = [
+        f"{result.slug}: {result.generated} mutants, {len(result.killed)} killed, "
+        f"{len(result.survived)} survived, {likely} likely equivalent, "
+        f"score {result.score:.1%}"
+    ]
+    rows = [("SURVIVED", m, "") for m in result.survived]
+    rows += [
+        ("LIKELY EQUIVALENT", m, " (agrees on random inputs; not judged)") for m in result.unjudged
+    ]
+    rows += [("EQUIVALENT", m, f" ({why})") for m, why in result.equivalent]
+    for label, m, why in rows:
+        lines.append(f"  {label:<17} {m.exercise} line {m.line}: {m.description}{why}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print each lesson's mutation score; exit 1 when a non-equivalent mutant survives."""
+    slugs = (sys.argv[1:] if argv is None else argv) or list(ASSIGNMENTS)
+    survivors = 0
+    for slug in slugs:
+        result = score_lesson(slug)
+        survivors += len(result.survived)
+        print(report(result), flush=True)
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
