@@ -80,6 +80,20 @@ TAMPERING_ATTRIBUTES = {
     "import_module": "importlib.import_module (a module named at run time)",
 }
 TAMPERING_MODULES = {"ctypes", "_ctypes", "cffi", "attnkit", "pyseccomp", "resource"}
+_HONEST_DUNDER_NAMES = (
+    "init new del repr str format bytes hash bool len iter next reversed contains call "
+    "getitem setitem delitem missing enter exit aenter aexit await aiter anext "
+    "eq ne lt le gt ge add radd iadd sub rsub isub mul rmul imul matmul rmatmul imatmul "
+    "truediv rtruediv itruediv floordiv rfloordiv ifloordiv mod rmod pow rpow neg pos "
+    "abs invert and or xor lshift rshift round floor ceil trunc int float complex index "
+    "name qualname module doc file version all slots annotations class_getitem "
+    "array array_priority array_function array_ufunc torch_function post_init "
+    "getstate setstate copy deepcopy reduce sizeof dir class"
+)
+HONEST_DUNDERS = frozenset(f"__{name}__" for name in _HONEST_DUNDER_NAMES.split())
+"""Special attributes honest code uses: protocols, operators, an object's own names. Any
+other (``__globals__``, ``__self__``, ``__code__``, ``__dict__``, ``__subclasses__`` …)
+reaches an object's internals, which is how a submission would get at the kit's."""
 PUBLIC_FROM_KIT = {("attnkit.notebook", "Lesson")}
 """The only thing a notebook takes from the kit's package: the lessons' ``Lesson`` helper.
 Anything else (``attnkit.scan``, ``attnkit.student_process.worker``, ``attnkit.notebook.X``) reaches
@@ -104,6 +118,28 @@ def _kit_reach(node: ast.AST) -> str | None:
         if path[: len(allowed)] == allowed or path == allowed[:-1]:
             return None
     return ".".join(path[:3])
+
+
+def _special_attribute(node: ast.AST) -> str | None:
+    """A special attribute outside HONEST_DUNDERS, read as ``x.__name__`` or through
+    ``getattr``/``setattr``/``vars`` with a literal name."""
+    name = None
+    if isinstance(node, ast.Attribute):
+        name = node.attr
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "setattr", "delattr", "hasattr")
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        name = node.args[1].value
+    if name is None or not (name.startswith("__") and name.endswith("__") and len(name) > 4):
+        return None
+    if name in HONEST_DUNDERS or name in TAMPERING_ATTRIBUTES:
+        return None
+    return name
 
 
 def _honest_use(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
@@ -135,6 +171,8 @@ def tampering(cells: Iterable[tuple[int, str]]) -> list[Finding]:
             elif isinstance(node, ast.Attribute) and node.attr in TAMPERING_ATTRIBUTES:
                 if not _honest_use(node, parents):
                     what = TAMPERING_ATTRIBUTES[node.attr]
+            elif (name := _special_attribute(node)) is not None:
+                what = f"an object's internals ({name})"
             elif isinstance(node, ast.Import | ast.ImportFrom):
                 names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
                 names += [a.name for a in node.names] if isinstance(node, ast.Import) else []

@@ -14,6 +14,29 @@ from attnkit.scan import scan_source, tampering
 
 from .catalogue import diagnose
 
+SCAN_CELL_CHARS = 64_000
+SCAN_TOTAL_CHARS = 256_000
+"""The scan runs in the grader, outside every budget: it reads at most this much code (a
+few seconds), and says which cells it left unread, which is itself worth a look."""
+
+
+def scanned_cells(cells: list[Cell]) -> tuple[list[Cell], list[str]]:
+    """The cells the scan reads, within SCAN_CELL_CHARS each and SCAN_TOTAL_CHARS in all,
+    and a note for each cell it leaves unread."""
+    chosen, notes, total = [], [], 0
+    for cell in cells:
+        size = len(cell.source)
+        if size > SCAN_CELL_CHARS or total + size > SCAN_TOTAL_CHARS:
+            notes.append(
+                f"code cell {cell.index}: {size // 1000} thousand characters of code, more than "
+                "the scan for forbidden names and tampering reads (for the instructor: "
+                "read it yourself)"
+            )
+            continue
+        chosen.append(cell)
+        total += size
+    return chosen, notes
+
 
 def static_notes(slug: str, cells: list[Cell]) -> list[str]:
     """Notes for the instructor from reading the code: never a verdict, never a point lost.
@@ -22,7 +45,7 @@ def static_notes(slug: str, cells: list[Cell]) -> list[str]:
     were called by an exercise), and code that reaches into the grader's machinery.
     """
     forbidden = sorted({call for e in ASSIGNMENTS[slug].exercises for call in e.forbidden})
-    notes = []
+    cells, notes = scanned_cells(cells)
     for cell in cells:
         for line, call in scan_source(cell.source, forbidden):
             notes.append(

@@ -147,6 +147,10 @@ class IsolatedSubmission:
         self.notes: list[str] = []
         self.sandbox: dict[str, Any] = {}
         self.stopped_cells: set[int] = set()
+        self.thread_cells: set[int] = set()
+        """Cells after which more threads were running than before them."""
+        self.threads = 0
+        """Threads the current worker's cells have left running so far."""
         self.stop_notes: list[str] = []
         self.notes_taken = False
         self.cell_failures: dict[int, CellOutcome] = {}
@@ -192,6 +196,18 @@ class IsolatedSubmission:
                     note = self._run_cell(cell)
                     if note is not None:
                         notes.append(note)
+                if self.thread_cells - self.stopped_cells:
+                    # The recorder watches the exercise's own thread only: the hidden tests
+                    # run in a worker without the cells that left threads running.
+                    for index in sorted(self.thread_cells - self.stopped_cells):
+                        self.stopped_cells.add(index)
+                        self.stop_notes.append(
+                            f"code cell {index} left a thread running; the exercises were "
+                            "graded without that cell (stop the threads a cell starts, e.g. "
+                            "close a progress bar, if that cell defines something graded)"
+                        )
+                    self._stop_worker()
+                    continue
             except _CellStopped as stopped:
                 # The worker could not stop this cell itself (or the cell killed its own
                 # process): start again without it.
@@ -227,6 +243,7 @@ class IsolatedSubmission:
             raise WorkerCrashed(f"the grading sandbox failed ({exc})") from None
         self._channel = Channel(requests, replies, self._allowance)
         self.spawned += 1
+        self.threads = 0
         ready = self._channel.receive(time.monotonic() + 30, "starting")
         self.sandbox = {
             "level": self._zygote.level,
@@ -265,6 +282,11 @@ class IsolatedSubmission:
                 cell.index, f"code cell {cell.index}: {exc}; it was skipped"
             ) from None
         reported = reply.get("cell") if isinstance(reply, dict) else None
+        threads = reported.get("threads") if isinstance(reported, dict) else None
+        if isinstance(threads, int) and not isinstance(threads, bool) and threads > self.threads:
+            self.thread_cells.add(cell.index)
+        if isinstance(threads, int) and not isinstance(threads, bool):
+            self.threads = threads
         if not isinstance(reported, dict) or reported.get("status") not in ("error", "timeout"):
             return None
         if reported.get("status") == "timeout":

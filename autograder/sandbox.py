@@ -48,7 +48,7 @@ from .sandbox_layout import (
     python_paths,
     site_dirs,
 )
-from .sandbox_user import check_sandbox_user, public_path, setpriv_prefix
+from .sandbox_user import check_sandbox_user, end_everything_of, public_path, setpriv_prefix
 
 START_TIMEOUT = 120.0
 CONTROL_TIMEOUT = 15.0
@@ -110,28 +110,7 @@ class Zygote:
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._scratch: str | None = None
         self._public: str | None = None
-        if settings.enabled and not settings.user:
-            command = bwrap_command(settings, theirs.fileno())
-        else:
-            self._scratch = tempfile.mkdtemp(prefix="attnkit-scratch-")
-            interpreter, search = python_paths()
-            search[0] = os.path.dirname(package_dir("attnkit"))
-            if settings.user:
-                # Only the public packages and site-packages' own, from a folder the
-                # user cannot change (the scratch folder is the user's own).
-                self._public = public_path(tempfile.mkdtemp(prefix="attnkit-path-"))
-                sites = set(site_dirs())
-                search = [self._public, *(p for p in search[1:] if p not in sites)]
-            bootstrap = bootstrap_code(search, self._scratch, theirs.fileno())
-            command = [interpreter, "-I", "-S", "-c", bootstrap]
-            if settings.user:
-                check_sandbox_user(settings.user)
-                command = [*setpriv_prefix(settings.user), *command]
-                import pwd
-
-                entry = pwd.getpwnam(settings.user)
-                os.chown(self._scratch, entry.pw_uid, entry.pw_gid)
-                os.chmod(self._scratch, 0o700)
+        command = self._command(settings, theirs.fileno())
         self.started_at = time.monotonic()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the sandbox
         self.process = subprocess.Popen(
@@ -162,6 +141,39 @@ class Zygote:
                     "This is a fault of the kit's bubblewrap command line; please report it.",
                 )
             raise SandboxUnavailable("the grading sandbox did not start correctly")
+
+    def _command(self, settings: SandboxSettings, control_fd: int) -> list[str]:
+        """How the zygote starts: under bubblewrap, or as the sandbox user, or (for
+        --no-sandbox) as a plain child process with its own scratch folder."""
+        if settings.enabled and not settings.user:
+            return bwrap_command(settings, control_fd)
+        else:
+            if settings.user:
+                # Whatever an earlier submission left as that user (a process that escaped
+                # its session, files in /tmp) ends before the sandbox starts.
+                end_everything_of(settings.user)
+            self._scratch = tempfile.mkdtemp(prefix="attnkit-scratch-")
+            interpreter, search = python_paths()
+            search[0] = os.path.dirname(package_dir("attnkit"))
+            if settings.user:
+                # Only the public packages and site-packages' own, from a folder the
+                # user cannot change (the scratch folder is the user's own).
+                self._public = public_path(tempfile.mkdtemp(prefix="attnkit-path-"))
+                sites = set(site_dirs())
+                search = [self._public, *(p for p in search[1:] if p not in sites)]
+            bootstrap = bootstrap_code(
+                search, self._scratch, control_fd, own_user=bool(settings.user)
+            )
+            command = [interpreter, "-I", "-S", "-c", bootstrap]
+            if settings.user:
+                check_sandbox_user(settings.user)
+                command = [*setpriv_prefix(settings.user), *command]
+                import pwd
+
+                entry = pwd.getpwnam(settings.user)
+                os.chown(self._scratch, entry.pw_uid, entry.pw_gid)
+                os.chmod(self._scratch, 0o700)
+        return command
 
     @property
     def level(self) -> str:
@@ -265,6 +277,9 @@ class Zygote:
         for folder in (self._scratch, self._public):
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)
+        if self.settings.user:
+            with contextlib.suppress(SandboxUnavailable, OSError, subprocess.SubprocessError):
+                end_everything_of(self.settings.user)
 
 
 def level_of(settings: SandboxSettings) -> str:

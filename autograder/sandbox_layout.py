@@ -212,10 +212,13 @@ def probe_code(search: list[str]) -> str:
     )
 
 
-def bootstrap_code(search: list[str], scratch: str, control_fd: int) -> str:
+def bootstrap_code(search: list[str], scratch: str, control_fd: int, own_user: bool = False) -> str:
+    """The zygote's start; ``own_user``: it runs as a user of its own (--sandbox-user), so
+    every other process of that user is one of its workers or what they left."""
     return (
         f"import sys; sys.path[:] = {search!r}; "
-        f"from attnkit.student_process.zygote import zygote; zygote({scratch!r}, {control_fd})"
+        "from attnkit.student_process.zygote import zygote; "
+        f"zygote({scratch!r}, {control_fd}, own_user={own_user!r})"
     )
 
 

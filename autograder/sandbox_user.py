@@ -125,3 +125,25 @@ def public_path(folder: str) -> str:
     for name, target in entries.items():
         os.symlink(target, os.path.join(folder, name))
     return folder
+
+
+SHARED_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
+"""Folders every user may write: with no namespaces, a submission's files there would reach
+the next submission (and fill memory, for /dev/shm)."""
+
+
+def end_everything_of(user: str) -> None:
+    """Kill every process of ``user``, and remove what it owns in SHARED_SCRATCH. The
+    kernel's ``kill(-1)``, run as that user, reaches every process the user owns, whatever a
+    submission did to leave its session."""
+    prefix = setpriv_prefix(user)
+    subprocess.run([*prefix, "kill", "-KILL", "-1"], capture_output=True, timeout=60, check=False)
+    for folder in SHARED_SCRATCH:
+        if os.path.isdir(folder):
+            subprocess.run(
+                ["find", folder, "-xdev", "-mindepth", "1", "-maxdepth", "1", "-user", user,
+                 "-exec", "rm", "-rf", "--", "{}", "+"],
+                capture_output=True,
+                timeout=300,
+                check=False,
+            )  # fmt: skip

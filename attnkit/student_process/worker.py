@@ -48,6 +48,8 @@ OWN_PROCESS_CALLS = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sc
 # outside the sandbox (see reset()).
 SIGNAL_ARGUMENT = {"kill": 1, "tgkill": 2, "rt_sigqueueinfo": 1, "rt_tgsigqueueinfo": 2}
 CLONE_THREAD = 0x00010000
+SIGNALING_FCNTL = (8, 10, 15)
+"""F_SETOWN, F_SETSIG and F_SETOWN_EX: who gets a signal on I/O, and which."""
 SCRATCH_MOUNTS = ("/tmp", "/dev/shm")
 """The only writable mounts of the bubblewrap sandbox: size-capped, emptied by every reset."""
 
@@ -105,6 +107,9 @@ def install_seccomp(full: bool = True) -> None:
         rules.append((name, (seccomp.Arg(SIGNAL_ARGUMENT[name], seccomp.EQ, signal.SIGKILL),)))
     # Own process is pid 0 here (glibc and Python pass 0 for "this process").
     rules += [(name, (seccomp.Arg(0, seccomp.NE, 0),)) for name in OWN_PROCESS_CALLS]
+    # fcntl can make the kernel signal a process on I/O (F_SETOWN, F_SETOWN_EX), with any
+    # signal (F_SETSIG): a signal no kill() rule sees, to itself or to another process.
+    rules += [("fcntl", (seccomp.Arg(1, seccomp.EQ, command),)) for command in SIGNALING_FCNTL]
     cpu = resource.RLIMIT_CPU
     rules.append(("prlimit64", (seccomp.Arg(1, seccomp.EQ, cpu), seccomp.Arg(2, seccomp.NE, 0))))
     rules.append(("setrlimit", (seccomp.Arg(0, seccomp.EQ, cpu),)))
@@ -157,12 +162,15 @@ def confine(limits: dict[str, Any], scratch: str) -> dict[str, Any]:
 class Worker:
     """Runs one submission's cells and answers adapter calls, one request at a time."""
 
-    def __init__(self, requests: int, replies: int) -> None:
+    def __init__(self, requests: int, replies: int, seal: bool = False) -> None:
         from ..notebook_code import kernel_shell
 
         self.requests, self.replies = requests, replies
         self.shell = kernel_shell()
         self.run: Any = None
+        self.seal = seal
+        """Whether the first call seals thread creation (see :func:`seal_threads`)."""
+        self.sealed = False
 
     def serve(self) -> None:
         from ..notebook_code import NotebookRun, fresh_namespace
@@ -208,6 +216,7 @@ class Worker:
             "error_type": outcome.error_type,
             "message": outcome.message,
             "line": outcome.line,
+            "threads": python_threads(),
         }
 
     def variants(self) -> list[str]:
@@ -222,6 +231,9 @@ class Worker:
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         from ..implementation import call_recorded
 
+        if self.seal and not self.sealed:
+            seal_threads()  # the cells have run: the hidden tests' calls start now
+            self.sealed = True
         namespace: dict[str, Any] = self.run.namespace
         # The definitions live at a graded cell are put back into the namespace itself for
         # the call, so that the helpers an exercise calls are those of that moment too.
@@ -252,22 +264,43 @@ THREAD_GRACE = 0.5
 """Seconds a call waits for threads that are finishing before it counts them as running."""
 
 
-def other_threads() -> str | None:
-    """Why the recorder cannot vouch for a call: threads beside the one running the
-    exercise (started by the notebook's cells), whose PyTorch calls it does not see."""
-    deadline = time.monotonic() + THREAD_GRACE
+def python_threads(grace: float = THREAD_GRACE) -> int:
+    """Threads beside this one that can run Python code (and so call PyTorch on their own),
+    counted once those that were told to stop have had ``grace`` seconds to finish.
+    PyTorch's and OpenMP's own pools run no Python: they only carry out kernels that the
+    calling thread dispatched, which the recorder sees there."""
+    deadline = time.monotonic() + grace
     while True:
-        try:
-            count = len(os.listdir("/proc/self/task")) - 1
-        except OSError:
-            return "the worker could not count its threads"
-        if count <= 0:
-            return None
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.01)  # threads that were told to stop are given a moment to finish
+        count = len(sys._current_frames()) - 1
+        if count <= 0 or time.monotonic() > deadline:
+            return max(count, 0)
+        time.sleep(0.01)
+
+
+def other_threads() -> str | None:
+    """Why the recorder cannot vouch for a call: Python threads beside the one running the
+    exercise, whose PyTorch calls it does not see. (A cell that leaves one running is not
+    run before the hidden tests, so an honest notebook never gets here.)"""
+    count = python_threads()
+    if count <= 0:
+        return None
     return (
         f"the notebook left {count} other thread(s) running, and the check that no library "
         "softmax or attention is called only sees the exercise's own thread: don't start "
         "threads in the notebook, or stop them before the exercises run"
     )
+
+
+def seal_threads() -> None:
+    """From now on this process cannot start a thread: the exercises run where no other
+    thread can appear, so the recorder, which watches the calling thread, sees all their
+    work. Irrevocable (a seccomp filter). PyTorch's pool goes back to one thread first, so
+    that none of its kernels needs a new one."""
+    import pyseccomp as seccomp
+    import torch
+
+    torch.set_num_threads(1)
+    policy = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
+    policy.add_rule(seccomp.ERRNO(errno.EAGAIN), "clone")
+    policy.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    policy.load()

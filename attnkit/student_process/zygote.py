@@ -148,15 +148,37 @@ def _reap(endings: dict[int, dict[str, Any]], by_sandbox: bool) -> bool:
         endings.setdefault(pid, _ending(pid, status, usage, by_sandbox))
 
 
-def reset(scratch: str, children: dict[int, int], grace: float = 0.0) -> list[dict[str, Any]]:
+SHARED_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def _empty_own(scratch: str) -> None:
+    """As a user of its own (--sandbox-user): remove what this user owns in the folders every
+    user may write, but the zygote's own scratch folder (emptied apart)."""
+    me = os.getuid()
+    for folder in SHARED_SCRATCH:
+        with contextlib.suppress(OSError):
+            for entry in os.listdir(folder):
+                path = os.path.join(folder, entry)
+                with contextlib.suppress(OSError):
+                    if path != scratch and os.lstat(path).st_uid == me:
+                        if os.path.isdir(path) and not os.path.islink(path):
+                            shutil.rmtree(path, ignore_errors=True)
+                        else:
+                            os.unlink(path)
+
+
+def reset(
+    scratch: str, children: dict[int, int], grace: float = 0.0, own_user: bool = False
+) -> list[dict[str, Any]]:
     """Kill every worker, reap them, and empty the scratch folder (and /dev/shm). Returns
     how each worker forked since the last reset ended, with its CPU limit (``cpu_limit``).
 
     A worker that had already ended (or ends within ``grace`` seconds: the grader saw its
     pipes close) is reported as it ended; the rest are killed here, ``by_sandbox``.
     As PID 1 of the sandbox's namespace, ``kill(-1)`` reaches every other process in it,
-    whatever a worker did to hide one. Without a sandbox (``--no-sandbox``, trusted code)
-    only the workers this zygote forked are killed.
+    whatever a worker did to hide one; as a user of its own (``own_user``), every other
+    process of that user. Without a sandbox (``--no-sandbox``, trusted code) only the
+    workers this zygote forked are killed.
     """
     sandboxed = os.getpid() == 1
     endings: dict[int, dict[str, Any]] = {}
@@ -165,7 +187,7 @@ def reset(scratch: str, children: dict[int, int], grace: float = 0.0) -> list[di
         if time.monotonic() >= deadline:
             break
         time.sleep(0.005)
-    targets = [-1] if sandboxed else sorted(set(children) - set(endings))
+    targets = [-1] if sandboxed or own_user else sorted(set(children) - set(endings))
     for target in targets:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(target, signal.SIGKILL)
@@ -176,6 +198,8 @@ def reset(scratch: str, children: dict[int, int], grace: float = 0.0) -> list[di
         {**endings[pid], "cpu_limit": limit} for pid, limit in children.items() if pid in endings
     ]
     children.clear()
+    if own_user:
+        _empty_own(scratch)
     for folder in SCRATCH_MOUNTS if sandboxed else (scratch,):
         try:
             _empty(folder)
@@ -186,7 +210,7 @@ def reset(scratch: str, children: dict[int, int], grace: float = 0.0) -> list[di
     return report
 
 
-def zygote(scratch: str = "/tmp", control_fd: int = 3) -> None:
+def zygote(scratch: str = "/tmp", control_fd: int = 3, own_user: bool = False) -> None:
     children: dict[int, int] = {}  # worker pid -> its CPU limit
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -200,7 +224,7 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3) -> None:
     set_not_dumpable()
     # What the imports above left in /tmp (IPython's and matplotlib's folders) goes, so the
     # first worker starts from the same state as every worker after a reset.
-    reset(scratch, children)
+    reset(scratch, children, own_user=own_user)
     control = socket.socket(fileno=control_fd)
     unreset = unreset_mounts() if os.getpid() == 1 else []
     if unreset:
@@ -216,7 +240,7 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3) -> None:
             for fd in fds:
                 os.close(fd)
             grace = request.get("grace", 0.0)
-            ended = reset(scratch, children, grace if isinstance(grace, float) else 0.0)
+            ended = reset(scratch, children, grace if isinstance(grace, float) else 0.0, own_user)
             control.sendall(json.dumps({"clean": True, "ended": ended}).encode())
             continue
         if len(fds) != 2:
@@ -230,7 +254,7 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3) -> None:
             try:
                 requests, replies = fds
                 info = confine(request.get("limits", {}), scratch)
-                worker = Worker(requests, replies)
+                worker = Worker(requests, replies, seal=bool(info.get("seccomp")))
                 from .wire import encode
 
                 write_frame(replies, encode({"ready": info}))
