@@ -135,8 +135,10 @@ def with_lesson_table(readme: str) -> str:
     return f"{before}{START}\n{lesson_rows()}{END}{after}"
 
 
-def stale(table: Path = TABLE, readme: Path = README) -> list[str]:
-    """Why the exercise table or the README's lesson table is out of date (empty if current)."""
+def stale(table: Path | None = None, readme: Path | None = None) -> list[str]:
+    """Why the exercise table or the README's lesson table is out of date (empty if
+    current). The files default to the kit's own :data:`TABLE` and :data:`README`."""
+    table, readme = table or TABLE, readme or README
     problems = []
     if not table.is_file() or table.read_text(encoding="utf-8") != render():
         problems.append(f"{table}: the exercise table differs from the references' declarations")
@@ -147,15 +149,16 @@ def stale(table: Path = TABLE, readme: Path = README) -> list[str]:
     return problems
 
 
-def write(table: Path = TABLE, readme: Path = README) -> list[Path]:
-    """Rewrite what is stale; returns the files written. A rewritten table is loaded into
-    this process's ``ASSIGNMENTS`` at once, so the rest of ``attnkit generate`` sees it."""
+def write(table: Path | None = None, readme: Path | None = None) -> list[Path]:
+    """Rewrite what is stale; returns the files written. A rewritten kit table is loaded
+    into this process's ``ASSIGNMENTS`` at once, so the rest of ``attnkit generate`` sees it."""
+    table, readme = table or TABLE, readme or README
     written = []
     text = render()
     if not table.is_file() or table.read_text(encoding="utf-8") != text:
         table.write_text(text, encoding="utf-8")
         written.append(table)
-        if table == TABLE:
+        if table.resolve() == Path(registry_data.__file__).resolve():
             importlib.reload(registry_data)
             assignments.ASSIGNMENTS.update(assignments.load_assignments())
     if readme.is_file():
