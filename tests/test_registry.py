@@ -99,10 +99,10 @@ def test_a_solution_cell_without_a_declaration_is_named(monkeypatch: pytest.Monk
 
 
 def test_a_declaration_without_a_solution_cell_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    key = (SLUG, "scale_by_temperature")
+    key = (SLUG, "no_such_exercise")
     ghost = exercises.Declaration(SLUG, key[1], "t", (), (), "scaled_dot_product:ghost")
     monkeypatch.setitem(exercises.DECLARED, key, ghost)
-    with pytest.raises(KitError, match=r"'scale_by_temperature' in 03_causal_attention, whose"):
+    with pytest.raises(KitError, match=r"'no_such_exercise' in 03_causal_attention, whose"):
         registry.render()
 
 
