@@ -3,11 +3,19 @@
 An *exercise* is a name the student defines in a solution cell (a function, a class
 whose methods they complete, or a constant). The self-check, the hidden suites, the
 grader and the release tooling all look exercises up here, so a name is spelled once.
+
+The assignments' titles are written here. Their exercises come from
+:mod:`attnkit.registry_data`, which ``attnkit generate`` writes from the declaration on
+each reference answer (its task line, forbidden calls and the exercises it uses) and the
+order of the source notebook's solution cells; ``attnkit generate --check`` fails when it
+is stale.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from . import registry_data
 
 SOFTMAX_CALLS = (
     "torch.softmax",
@@ -58,104 +66,32 @@ class Assignment:
         raise KeyError(f"{self.slug} has no exercise {name!r} (it has: {known})")
 
 
-ASSIGNMENTS: dict[str, Assignment] = {
-    a.slug: a
-    for a in (
-        Assignment(
-            "01_numpy_attention",
-            "Attention from scratch in NumPy",
-            (
-                Exercise("softmax", "numerically stable softmax over any axis", SOFTMAX_CALLS),
-                Exercise("scale_scores", "divide scores by sqrt(d_k)"),
-                Exercise("attention_scores", "Q K^T for batched inputs"),
-                Exercise("causal_mask", "bool [T, T] mask, True above the diagonal"),
-                Exercise(
-                    "self_attention",
-                    "single-head attention, optional causal mask",
-                    uses=("softmax", "scale_scores", "attention_scores", "causal_mask"),
-                ),
-                Exercise("embed_one_hot", "one-hot rows times the embedding matrix"),
-            ),
-            framework="numpy",
-        ),
-        Assignment(
-            "02_self_attention",
-            "Self-attention in PyTorch",
-            (
-                Exercise("softmax", "softmax(x, dim) from exp and sum", SOFTMAX_CALLS),
-                Exercise(
-                    "simple_attention_loop",
-                    "attention without weights, with loops",
-                    uses=("softmax",),
-                ),
-                Exercise(
-                    "simple_attention_matrix",
-                    "attention without weights, as matmuls",
-                    uses=("softmax",),
-                ),
-                Exercise(
-                    "SelfAttention_v1",
-                    "SelfAttention_v1.forward, batched",
-                    ATTENTION_CALLS,
-                    uses=("softmax",),
-                ),
-                Exercise(
-                    "SelfAttention_v2",
-                    "SelfAttention_v2.forward with nn.Linear",
-                    ATTENTION_CALLS,
-                    uses=("softmax",),
-                ),
-                Exercise("copy_v2_weights_into_v1", "move v2's weights into a v1"),
-            ),
-        ),
-        Assignment(
-            "03_causal_attention",
-            "Causal attention",
-            (
-                Exercise("causal_mask", "bool [T, T] mask, True above the diagonal"),
-                Exercise(
-                    "apply_causal_mask", "masked_fill the future with -inf", uses=("causal_mask",)
-                ),
-                Exercise(
-                    "ScaledDotProductAttention",
-                    "ScaledDotProductAttention.forward -> (output, weights)",
-                    ATTENTION_CALLS,
-                ),
-                Exercise(
-                    "CausalAttention",
-                    "CausalAttention.forward",
-                    ATTENTION_CALLS,
-                    uses=("causal_mask", "ScaledDotProductAttention"),
-                ),
-            ),
-        ),
-        Assignment(
-            "04_multihead_attention",
-            "Multi-head attention",
-            (
-                Exercise(
-                    "MultiHeadAttentionWrapper",
-                    "MultiHeadAttentionWrapper.forward",
-                    ATTENTION_CALLS,
-                ),
-                Exercise(
-                    "MultiHeadAttention",
-                    "MultiHeadAttention.forward with the head split",
-                    ATTENTION_CALLS,
-                ),
-                Exercise(
-                    "wrapper_d_out",
-                    "book exercise 3.2: d_out for 2 output features",
-                    uses=("MultiHeadAttentionWrapper",),
-                ),
-                Exercise(
-                    "gpt2_attention_parameters",
-                    "book exercise 3.3: a GPT-2-sized layer's parameters",
-                ),
-            ),
-        ),
+def table_exercises(slug: str) -> tuple[Exercise, ...]:
+    """The exercises of ``slug`` as the generated table lists them, in notebook order."""
+    return tuple(
+        Exercise(row["name"], row["task"], tuple(row["forbidden"]), tuple(row["uses"]))
+        for row in registry_data.EXERCISES.get(slug, [])
     )
-}
+
+
+LESSONS: tuple[tuple[str, str, str], ...] = (
+    ("01_numpy_attention", "Attention from scratch in NumPy", "numpy"),
+    ("02_self_attention", "Self-attention in PyTorch", "torch"),
+    ("03_causal_attention", "Causal attention", "torch"),
+    ("04_multihead_attention", "Multi-head attention", "torch"),
+)
+"""(slug, title, framework) of each assignment, in teaching order."""
+
+
+def load_assignments() -> dict[str, Assignment]:
+    """The assignments: titles from :data:`LESSONS`, exercises from the generated table."""
+    return {
+        slug: Assignment(slug, title, table_exercises(slug), framework)
+        for slug, title, framework in LESSONS
+    }
+
+
+ASSIGNMENTS: dict[str, Assignment] = load_assignments()
 
 
 def get_assignment(slug_or_number: str) -> Assignment:

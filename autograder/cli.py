@@ -26,10 +26,11 @@ KIT_ROOT = Path(__file__).resolve().parent.parent
 def cmd_generate(args: argparse.Namespace) -> int:
     """Regenerate the student notebooks in assignments/ with nbgrader (instructors)."""
     from . import command_reference as reference
-    from . import course, fingerprints
+    from . import course, fingerprints, registry
 
     if args.check:
-        problems = course.released_differences(args.out) + fingerprints.stale() + reference.stale()
+        problems = registry.stale() + course.released_differences(args.out)
+        problems += fingerprints.stale() + reference.stale()
         for problem in problems:
             print(problem)
         if problems:
@@ -37,7 +38,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             return 1
         print(f"{args.out} matches the source notebooks")
         return 0
-    for path in course.generate_released(args.out):
+    for path in [*registry.write(), *course.generate_released(args.out)]:
         print(f"wrote {path}")
     print(f"wrote {fingerprints.write_fingerprints()}")
     if (readme := reference.write()) is not None:

@@ -12,6 +12,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attnkit.assignments import ATTENTION_CALLS
+
+from .exercises import exercise
 from .scaled_dot_product import ScaledDotProductAttention, causal_mask
 
 __all__ = ["CausalAttention"]
@@ -50,6 +53,12 @@ class CausalAttention(nn.Module):
         self.attention = ScaledDotProductAttention(dropout)
         self.register_buffer("mask", causal_mask(context_length))
 
+    @exercise(
+        "03_causal_attention",
+        "CausalAttention.forward",
+        forbidden=ATTENTION_CALLS,
+        uses=("causal_mask", "ScaledDotProductAttention"),
+    )
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         num_tokens = x.shape[-2]
         if num_tokens > self.mask.shape[0]:

@@ -1,48 +1,76 @@
-"""Which reference answers which exercise.
+"""Which reference answers which exercise, declared once, on the reference itself.
 
-``REFERENCE_CODE[(slug, exercise)]`` names the function or method whose *body* is the
-answer to the exercise's stub. The bodies use only names that the lesson's notebook
-also defines (np, torch, nn, and the lesson's earlier exercises under the same names),
-so a body pasted into a released notebook's stub works there unchanged. The kit's own
-tests rely on that to build correct submissions from the released notebooks.
+Each reference that answers an exercise carries the :func:`exercise` decorator, which
+states the exercise's lesson, its one-line task, the library calls it forbids and the
+earlier exercises it uses. The decorated function (or ``forward`` method) is the answer:
+its *body* replaces the exercise's stub. The bodies use only names that the lesson's
+notebook also defines (np, torch, nn, and the lesson's earlier exercises under the same
+names), so a body pasted into a released notebook's stub works there unchanged. The kit's
+own tests rely on that to build correct submissions from the released notebooks.
+
+``attnkit generate`` writes the public exercise table (``attnkit/registry_data.py``) from
+these declarations, in the order the source notebooks give the exercises.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
-REFERENCE_CODE: dict[tuple[str, str], str] = {
-    ("01_numpy_attention", "softmax"): "numpy_attention:softmax",
-    ("01_numpy_attention", "scale_scores"): "numpy_attention:scale_scores",
-    ("01_numpy_attention", "attention_scores"): "numpy_attention:attention_scores",
-    ("01_numpy_attention", "causal_mask"): "numpy_attention:causal_mask",
-    ("01_numpy_attention", "self_attention"): "numpy_attention:self_attention",
-    ("01_numpy_attention", "embed_one_hot"): "numpy_attention:embed_one_hot",
-    ("02_self_attention", "softmax"): "simple_attention:softmax",
-    ("02_self_attention", "simple_attention_loop"): "simple_attention:simple_attention_loop",
-    ("02_self_attention", "simple_attention_matrix"): "simple_attention:simple_attention_matrix",
-    ("02_self_attention", "SelfAttention_v1"): "self_attention:SelfAttention_v1.forward",
-    ("02_self_attention", "SelfAttention_v2"): "self_attention:SelfAttention_v2.forward",
-    ("02_self_attention", "copy_v2_weights_into_v1"): "self_attention:copy_v2_weights_into_v1",
-    ("03_causal_attention", "causal_mask"): "scaled_dot_product:causal_mask",
-    ("03_causal_attention", "apply_causal_mask"): "scaled_dot_product:apply_causal_mask",
-    ("03_causal_attention", "ScaledDotProductAttention"): (
-        "scaled_dot_product:ScaledDotProductAttention.forward"
-    ),
-    ("03_causal_attention", "CausalAttention"): "causal_attention:CausalAttention.forward",
-    ("04_multihead_attention", "MultiHeadAttentionWrapper"): (
-        "multihead_attention:MultiHeadAttentionWrapper.forward"
-    ),
-    ("04_multihead_attention", "MultiHeadAttention"): (
-        "multihead_attention:MultiHeadAttention.forward"
-    ),
-    ("04_multihead_attention", "wrapper_d_out"): "multihead_attention:wrapper_d_out",
-    ("04_multihead_attention", "gpt2_attention_parameters"): (
-        "multihead_attention:gpt2_attention_parameters"
-    ),
-}
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """One exercise, as its reference declares it."""
+
+    slug: str
+    name: str
+    """What the student defines: the function, or the class whose method this is."""
+    task: str
+    forbidden: tuple[str, ...]
+    uses: tuple[str, ...]
+    target: str
+    """``module:qualname`` of the reference, e.g. ``causal_attention:CausalAttention.forward``."""
+
+
+DECLARED: dict[tuple[str, str], Declaration] = {}
+
+
+def exercise(
+    slug: str, task: str, *, forbidden: tuple[str, ...] = (), uses: tuple[str, ...] = ()
+) -> Callable[[F], F]:
+    """Declare the decorated function (or method) as the answer to an exercise of ``slug``.
+
+    The exercise is named after the function, or after the class for a method. The
+    function is returned unchanged."""
+
+    def declare(function: F) -> F:
+        module = function.__module__.rpartition(".")[2]
+        name = function.__qualname__.split(".")[0]
+        target = f"{module}:{function.__qualname__}"
+        known = DECLARED.get((slug, name))
+        if known is not None and known.target != target:
+            raise ValueError(f"{slug}: both {known.target} and {target} answer {name!r}")
+        DECLARED[(slug, name)] = Declaration(
+            slug, name, task, tuple(forbidden), tuple(uses), target
+        )
+        return function
+
+    return declare
+
+
+def declarations() -> dict[tuple[str, str], Declaration]:
+    """Every exercise the reference modules declare, keyed by (slug, exercise name)."""
+    package = importlib.import_module(__package__)
+    for info in pkgutil.iter_modules(package.__path__):
+        _module(info.name)
+    return dict(DECLARED)
+
 
 # The reference modules whose names make up each assignment's namespace, later ones
 # winning. Lesson 1 is NumPy-only, so its softmax and causal_mask are the NumPy ones.
@@ -60,7 +88,10 @@ def _module(name: str) -> ModuleType:
 
 def reference_object(slug: str, exercise: str) -> Any:
     """The function or method that answers ``exercise``."""
-    module_name, qualname = REFERENCE_CODE[(slug, exercise)].split(":")
+    found = declarations().get((slug, exercise))
+    if found is None:
+        raise KeyError(f"no reference declares {exercise!r} in {slug} (use @exercise)")
+    module_name, qualname = found.target.split(":")
     target: Any = _module(module_name)
     for part in qualname.split("."):
         target = getattr(target, part)

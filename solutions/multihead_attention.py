@@ -19,7 +19,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attnkit.assignments import ATTENTION_CALLS
+
 from .causal_attention import CausalAttention
+from .exercises import exercise
 from .scaled_dot_product import causal_mask
 
 __all__ = [
@@ -54,6 +57,9 @@ class MultiHeadAttentionWrapper(nn.Module):
             for _ in range(num_heads)
         )
 
+    @exercise(
+        "04_multihead_attention", "MultiHeadAttentionWrapper.forward", forbidden=ATTENTION_CALLS
+    )
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.cat([head(x) for head in self.heads], dim=-1)
 
@@ -98,6 +104,11 @@ class MultiHeadAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.register_buffer("mask", causal_mask(context_length))
 
+    @exercise(
+        "04_multihead_attention",
+        "MultiHeadAttention.forward with the head split",
+        forbidden=ATTENTION_CALLS,
+    )
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, num_tokens, _ = x.shape
         if num_tokens > self.mask.shape[0]:
@@ -126,6 +137,11 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(context)
 
 
+@exercise(
+    "04_multihead_attention",
+    "book exercise 3.2: d_out for 2 output features",
+    uses=("MultiHeadAttentionWrapper",),
+)
 def wrapper_d_out() -> int:
     """Book exercise 3.2: the per-head d_out that makes a 2-head wrapper output 2 features.
 
@@ -135,6 +151,7 @@ def wrapper_d_out() -> int:
     return 1
 
 
+@exercise("04_multihead_attention", "book exercise 3.3: a GPT-2-sized layer's parameters")
 def gpt2_attention_parameters() -> int:
     """Book exercise 3.3: the parameters of MultiHeadAttention(768, 768, 1024, 0.0, 12).
 

@@ -22,6 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnkit.assignments import SOFTMAX_CALLS
+
+from .exercises import exercise
+
 __all__ = [
     "attention_scores",
     "causal_mask",
@@ -34,6 +38,7 @@ __all__ = [
 ]
 
 
+@exercise("01_numpy_attention", "numerically stable softmax over any axis", forbidden=SOFTMAX_CALLS)
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Numerically stable softmax along ``axis``.
 
@@ -62,6 +67,7 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return exps / np.where(totals == 0, 1.0, totals)
 
 
+@exercise("01_numpy_attention", "divide scores by sqrt(d_k)")
 def scale_scores(scores: np.ndarray, d_k: int) -> np.ndarray:
     """Divide raw attention scores by sqrt(d_k), the width of the keys.
 
@@ -80,6 +86,7 @@ def scale_scores(scores: np.ndarray, d_k: int) -> np.ndarray:
     return np.asarray(scores) / d_k**0.5
 
 
+@exercise("01_numpy_attention", "Q K^T for batched inputs")
 def attention_scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
     """Raw (unscaled) scores: the dot product of every query with every key.
 
@@ -92,6 +99,7 @@ def attention_scores(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
     return Q @ np.swapaxes(K, -1, -2)
 
 
+@exercise("01_numpy_attention", "bool [T, T] mask, True above the diagonal")
 def causal_mask(num_tokens: int) -> np.ndarray:
     """Boolean [T, T] mask that is True strictly above the diagonal.
 
@@ -101,6 +109,11 @@ def causal_mask(num_tokens: int) -> np.ndarray:
     return np.triu(np.ones((num_tokens, num_tokens), dtype=bool), k=1)
 
 
+@exercise(
+    "01_numpy_attention",
+    "single-head attention, optional causal mask",
+    uses=("softmax", "scale_scores", "attention_scores", "causal_mask"),
+)
 def self_attention(
     X: np.ndarray,
     W_q: np.ndarray,
@@ -134,6 +147,7 @@ def one_hot(token_ids: np.ndarray, vocab_size: int) -> np.ndarray:
     return np.eye(vocab_size)[token_ids]
 
 
+@exercise("01_numpy_attention", "one-hot rows times the embedding matrix")
 def embed_one_hot(token_ids: np.ndarray, E: np.ndarray) -> np.ndarray:
     """Static embedding as a matrix product: one_hot(ids) @ E.
 

@@ -23,14 +23,20 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attnkit.assignments import ATTENTION_CALLS
+
+from .exercises import exercise
+
 __all__ = ["ScaledDotProductAttention", "apply_causal_mask", "causal_mask"]
 
 
+@exercise("03_causal_attention", "bool [T, T] mask, True above the diagonal")
 def causal_mask(num_tokens: int) -> torch.Tensor:
     """Bool [T, T] mask, True strictly above the diagonal (key j > query i is hidden)."""
     return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=1)
 
 
+@exercise("03_causal_attention", "masked_fill the future with -inf", uses=("causal_mask",))
 def apply_causal_mask(scores: torch.Tensor) -> torch.Tensor:
     """Return ``scores`` with every future position set to -inf.
 
@@ -59,6 +65,11 @@ class ScaledDotProductAttention(nn.Module):
         super().__init__()
         self.dropout = nn.Dropout(dropout)
 
+    @exercise(
+        "03_causal_attention",
+        "ScaledDotProductAttention.forward -> (output, weights)",
+        forbidden=ATTENTION_CALLS,
+    )
     def forward(
         self,
         q: torch.Tensor,

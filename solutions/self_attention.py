@@ -22,6 +22,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attnkit.assignments import ATTENTION_CALLS
+
+from .exercises import exercise
 from .simple_attention import softmax
 
 __all__ = ["SelfAttention_v1", "SelfAttention_v2", "copy_v2_weights_into_v1"]
@@ -44,6 +47,12 @@ class SelfAttention_v1(nn.Module):
         self.W_key = nn.Parameter(torch.rand(d_in, d_out))
         self.W_value = nn.Parameter(torch.rand(d_in, d_out))
 
+    @exercise(
+        "02_self_attention",
+        "SelfAttention_v1.forward, batched",
+        forbidden=ATTENTION_CALLS,
+        uses=("softmax",),
+    )
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         queries = x @ self.W_query  # [..., T, d_out]: what each token looks for
         keys = x @ self.W_key  # [..., T, d_out]: what each token offers to be found by
@@ -70,6 +79,12 @@ class SelfAttention_v2(nn.Module):
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
+    @exercise(
+        "02_self_attention",
+        "SelfAttention_v2.forward with nn.Linear",
+        forbidden=ATTENTION_CALLS,
+        uses=("softmax",),
+    )
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         queries, keys, values = self.W_query(x), self.W_key(x), self.W_value(x)
         scores = queries @ keys.transpose(-2, -1)
@@ -77,6 +92,7 @@ class SelfAttention_v2(nn.Module):
         return weights @ values
 
 
+@exercise("02_self_attention", "move v2's weights into a v1")
 def copy_v2_weights_into_v1(v2: SelfAttention_v2, v1: SelfAttention_v1) -> SelfAttention_v1:
     """Copy a v2's projections into a v1 so that both compute the same output.
 

@@ -15,9 +15,14 @@ from __future__ import annotations
 
 import torch
 
+from attnkit.assignments import SOFTMAX_CALLS
+
+from .exercises import exercise
+
 __all__ = ["simple_attention_loop", "simple_attention_matrix", "softmax"]
 
 
+@exercise("02_self_attention", "softmax(x, dim) from exp and sum", forbidden=SOFTMAX_CALLS)
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Numerically stable softmax along ``dim``, built from exp and sum.
 
@@ -41,6 +46,7 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return exps / torch.where(totals == 0, torch.ones_like(totals), totals)
 
 
+@exercise("02_self_attention", "attention without weights, with loops", uses=("softmax",))
 def simple_attention_loop(inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention without weights, one dot product at a time.
 
@@ -64,6 +70,7 @@ def simple_attention_loop(inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
     return context, weights
 
 
+@exercise("02_self_attention", "attention without weights, as matmuls", uses=("softmax",))
 def simple_attention_matrix(inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The same computation as :func:`simple_attention_loop`, as matrix products.
 

@@ -166,9 +166,10 @@ def test_the_dtype_clauses_are_found() -> None:
         for exercise, docstring in released_docstrings(slug).items()
         if dtype_clauses(docstring)
     }
-    # Every exercise that returns arrays states their dtype: 17 exercises, 21 mentions.
-    assert len(found) == 17, found
-    assert sum(found.values()) == 21, found
+    # Every exercise that returns arrays states their dtype: at least the 17 exercises and
+    # 21 mentions of the four lessons as written (a new exercise may add to them).
+    assert len(found) >= 17, found
+    assert sum(found.values()) >= 21, found
     # "same shape and dtype as x (float32 stays float32)": dtype, float32, float32.
     assert found[("01_numpy_attention", "softmax")] == 3
     assert ("03_causal_attention", "ScaledDotProductAttention") in found

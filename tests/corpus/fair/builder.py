@@ -11,6 +11,12 @@ Each submission is a small Python file ``<lesson>/<name>.py`` holding data only:
 * ``EDITS``: a list of ``(operation, cell, text)`` applied in order to the released
   student notebook (``assignments/<lesson>/<lesson>.ipynb``).
 
+Every stub that a file does not *mention* is first filled with the reference answer, so a
+file states only its own style and a new exercise adds nothing to it. A file mentions an
+exercise when an edit names the exercise's cell, or when an edit's text defines the name
+at the top level (``def``, ``class``, an assignment such as ``Name.forward = ...``, or an
+import). :attr:`Built.filled` lists the exercises answered by the reference.
+
 ``cell`` names a cell by its nbgrader ``grade_id`` (``"softmax"``, ``"test_v1_forward"``),
 or by a piece of its source that occurs in exactly one cell. Operations:
 
@@ -28,6 +34,7 @@ Because the edits apply to the released notebook, the corpus follows the lessons
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import hashlib
 import importlib.util
@@ -61,6 +68,14 @@ class Built:
     editor: str
     notebook: dict[str, Any]
     released: dict[str, Any] = field(repr=False)
+    filled: tuple[str, ...] = ()
+    """The exercises the file does not mention, answered by the reference."""
+    base: dict[str, Any] | None = field(default=None, repr=False)
+    """The released notebook with those reference answers: what the edits applied to."""
+
+    @property
+    def baseline(self) -> dict[str, Any]:
+        return self.base if self.base is not None else self.released
 
     @property
     def student(self) -> str:
@@ -70,10 +85,11 @@ class Built:
         return ["".join(c["source"]) for c in self.notebook["cells"] if c["cell_type"] == "code"]
 
     def student_code(self) -> list[str]:
-        """Per code cell, the lines that the released notebook does not have, in order."""
+        """Per code cell, the lines that the baseline (the released notebook and the
+        reference answers the file did not write) does not have, in order."""
         released = {
             line.strip()
-            for cell in self.released["cells"]
+            for cell in self.baseline["cells"]
             for line in "".join(cell["source"]).splitlines()
         }
         kept = []
@@ -116,12 +132,68 @@ def released_notebook(lesson: str) -> dict[str, Any]:
     return json.loads((ASSIGNMENTS / lesson / f"{lesson}.ipynb").read_text(encoding="utf-8"))
 
 
+def stub_cells(notebook: dict[str, Any]) -> dict[int, str]:
+    """{cell index: exercise} for the notebook's solution (stub) cells, in order."""
+    return {
+        index: cell["metadata"]["nbgrader"]["grade_id"]
+        for index, cell in enumerate(notebook["cells"])
+        if cell.get("metadata", {}).get("nbgrader", {}).get("solution")
+    }
+
+
+def mentioned(notebook: dict[str, Any], edits: list[tuple[Any, ...]]) -> set[str]:
+    """The exercises of ``notebook`` (its stub cells' grade ids) that ``edits`` mention: by
+    naming the exercise's cell, or by defining the name at the top level of their text."""
+    stubs = stub_cells(notebook)
+    found: set[str] = set()
+    for operation, ref, text, *_ in edits:
+        if ref is not None:
+            # A ref that names no cell is reported, with the file's name, by apply_edit.
+            with contextlib.suppress(CorpusError):
+                found.add(stubs.get(find_cell(notebook, ref), ""))
+        new = text[1] if operation == "edit" else text
+        if isinstance(new, str):
+            found |= defined_names(new)
+    return found & set(stubs.values())
+
+
+TOP_LEVEL_NAMES = re.compile(
+    r"^(?:(?:def|class)\s+(\w+)|(\w+)(?:\.\w+)*\s*=(?!=)|from\s+\S+\s+import\s+([^\n#]+))",
+    re.MULTILINE,
+)
+
+
+def defined_names(text: str) -> set[str]:
+    """Names that ``text`` binds at the top level: def, class, assignment or from-import."""
+    names: set[str] = set()
+    for match in TOP_LEVEL_NAMES.finditer(text.replace("\r\n", "\n")):
+        defined, assigned, imported = match.groups()
+        if imported is not None:
+            parts = imported.replace("(", " ").replace(")", " ").replace(",", " ").split()
+            names |= {p for p in parts if p != "as"}
+        else:
+            names.add(defined or assigned)
+    return names
+
+
+def with_references(lesson: str, skip: set[str]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The released notebook with every stub not in ``skip`` answered by the reference,
+    and the exercises so answered."""
+    from attnkit_autograder.corpus import fill_notebook
+
+    released = released_notebook(lesson)
+    filled = tuple(name for name in stub_cells(released).values() if name not in skip)
+    return fill_notebook(released, lesson, {name: None for name in skip}), filled
+
+
 def build(path: Path) -> Built:
-    """Apply one corpus file to its lesson's released notebook."""
+    """Apply one corpus file to its lesson's released notebook, the stubs it does not
+    mention answered by the reference first."""
     lesson = path.parent.name
     spec = load_spec(path)
     released = released_notebook(lesson)
-    notebook = copy.deepcopy(released)
+    base, filled = with_references(lesson, mentioned(released, spec.EDITS))
+    notebook = copy.deepcopy(base)
     for number, edit in enumerate(spec.EDITS, start=1):
         try:
             apply_edit(notebook, *edit)
@@ -150,6 +222,8 @@ def build(path: Path) -> Built:
         save["editor"],
         notebook,
         released,
+        filled,
+        base,
     )
 
 
@@ -279,7 +353,7 @@ def _new_cell_defines(where: str) -> Callable[[Built], bool]:
     """A cell the student added defines an exercise whose stub is still in the notebook."""
 
     def check(built: Built) -> bool:
-        released = {"".join(c["source"]) for c in built.released["cells"]}
+        released = {"".join(c["source"]) for c in built.baseline["cells"]}
         stubs = [s for s in built.code_cells() if STUB[1] in s.replace("\r\n", "\n")]
         names = {m for s in stubs for m in re.findall(r"^(?:def|class) (\w+)", s, re.M)}
         code = built.notebook["cells"]
@@ -332,7 +406,7 @@ def _edited_constructor(built: Built) -> bool:
 
 
 def _released_code(built: Built) -> str:
-    cells = built.released["cells"]
+    cells = built.baseline["cells"]
     return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
 
 

@@ -11,13 +11,6 @@ return torch.cat([head(x) for head in self.heads], -1)
     ),
     (
         "fill",
-        "wrapper_d_out",
-        """
-return 1
-""",
-    ),
-    (
-        "fill",
         "MultiHeadAttention",
         """
 T = x.shape[1]

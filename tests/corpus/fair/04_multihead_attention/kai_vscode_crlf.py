@@ -22,13 +22,6 @@ return torch.cat(outs, dim=-1)
     ),
     (
         "fill",
-        "wrapper_d_out",
-        """
-return 1
-""",
-    ),
-    (
-        "fill",
         "MultiHeadAttention",
         """
 b, T, d_in = x.shape

@@ -34,13 +34,6 @@ return merge_heads(torch.stack([head(x) for head in self.heads], dim=1))
 """,
     ),
     (
-        "fill",
-        "wrapper_d_out",
-        """
-return 1
-""",
-    ),
-    (
         "edit",
         "MultiHeadAttention",
         (

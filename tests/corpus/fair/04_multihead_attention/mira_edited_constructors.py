@@ -26,13 +26,6 @@ class MultiHeadAttentionWrapper(nn.Module):
 ''',
     ),
     (
-        "fill",
-        "wrapper_d_out",
-        """
-return 1
-""",
-    ),
-    (
         "replace",
         "MultiHeadAttention",
         '''
