@@ -37,14 +37,32 @@ OUT_MARKER = ".attnkit-grade.lock"
 
 def skipped_folder(path: Path) -> bool:
     """Folders that are never a student's: hidden ones, caches, feedback, and grading runs'
-    OUT folders (found by their marker, whatever they are called)."""
+    OUT folders (found by their marker, whatever they are called). A folder holding the
+    marker *and* a notebook or script outside results/ and feedback/ is a student's who
+    uploaded a file of that name: it is graded, never dropped."""
     if path.name.startswith(".") or path.name in IGNORED_DIRS:
         return True
     try:
         os.lstat(path / OUT_MARKER)
     except OSError:
         return False
-    return True
+    return not holds_submissions(path)
+
+
+def holds_submissions(folder: Path) -> bool:
+    """Whether ``folder`` holds a notebook or script, MAX_FOLDER_DEPTH deep at most, outside
+    the results/ and feedback/ folders a grading run writes (links are not followed)."""
+    top = len(folder.parts)
+    for root, folders, files in os.walk(folder):
+        depth = len(Path(root).parts) - top
+        folders[:] = (
+            []
+            if depth >= MAX_FOLDER_DEPTH
+            else [f for f in folders if not (depth == 0 and f in ("results", "feedback"))]
+        )
+        if any(name.endswith(SUFFIXES) for name in files):
+            return True
+    return False
 
 
 MAX_SUBMISSION_BYTES = 32 * 1024**2
