@@ -132,7 +132,7 @@ def read_cells(path: Path, raw: bytes | None = None) -> list[Cell]:
             f"{path}: is not UTF-8 text (bad byte at position {exc.start}).",
             "Save the notebook again from Jupyter, which always writes UTF-8.",
         ) from None
-    if path.suffix == ".py":
+    if path.suffix.lower() == ".py":
         return [Cell(1, text.replace("\r\n", "\n"))]
     if not text.strip():
         raise NotebookError(f"{path}: is empty.", "Submit the notebook you worked in.")

@@ -10,6 +10,7 @@ and line.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -26,14 +27,33 @@ class Finding:
         return f"code cell {self.cell}, line {self.line}: {self.what}"
 
 
-def _parse(source: str) -> ast.AST | None:
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
+MAGIC_LINE = re.compile(r"^([ \t]*)(?:[!%].*|([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*[ \t]*=[ \t]*)[!%].*)$")
+HELP_SUFFIX = re.compile(r"^([ \t]*[\w.]+)[ \t]*\?{1,2}[ \t]*$")
 
-        source = TransformerManager().transform_cell(source)
-    except Exception:
-        pass
-    return parse_python(source)
+
+def python_text(source: str) -> str:
+    """The cell as Python, in one pass over its lines (the scan runs in the grader, so its
+    cost must grow with the cell's length, never faster): IPython's magics and shell
+    escapes (``%timeit f()``, ``!ls``, ``x = !ls``, ``%%writefile``'s first line) become
+    ``pass`` (or ``None`` on the right of an assignment), ``obj?`` becomes ``obj``; line
+    numbers stay as they were."""
+    lines = []
+    for line in source.split("\n"):
+        magic = MAGIC_LINE.match(line)
+        if magic:
+            line = (
+                f"{magic.group(1)}{magic.group(2)}None"
+                if magic.group(2)
+                else f"{magic.group(1)}pass"
+            )
+        elif (helped := HELP_SUFFIX.match(line)) is not None:
+            line = helped.group(1)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _parse(source: str) -> ast.AST | None:
+    return parse_python(python_text(source))
 
 
 def scan_source(source: str, forbidden: Iterable[str]) -> list[tuple[int, str]]:
@@ -88,7 +108,8 @@ _HONEST_DUNDER_NAMES = (
     "abs invert and or xor lshift rshift round floor ceil trunc int float complex index "
     "name qualname module doc file version all slots annotations class_getitem "
     "array array_priority array_function array_ufunc torch_function post_init "
-    "getstate setstate copy deepcopy reduce sizeof dir class"
+    "getstate setstate copy deepcopy reduce sizeof dir class "
+    "setattr getattr getattribute delattr"
 )
 HONEST_DUNDERS = frozenset(f"__{name}__" for name in _HONEST_DUNDER_NAMES.split())
 """Special attributes honest code uses: protocols, operators, an object's own names. Any
@@ -135,16 +156,34 @@ def _special_attribute(node: ast.AST) -> str | None:
         and isinstance(node.args[1].value, str)
     ):
         name = node.args[1].value
-    if name is None or not (name.startswith("__") and name.endswith("__") and len(name) > 4):
+    if name is None or name in HONEST_DUNDERS:
         return None
-    if name in HONEST_DUNDERS or name in TAMPERING_ATTRIBUTES:
+    if isinstance(node, ast.Call) and name in TAMPERING_ATTRIBUTES:
+        return name  # getattr(importlib, "import_module") reaches what the attribute does
+    if not (name.startswith("__") and name.endswith("__") and len(name) > 4):
         return None
+    if name in TAMPERING_ATTRIBUTES:
+        return None
+    if name == "__dict__" and isinstance(node, ast.Attribute) and _is_self(node.value):
+        return None  # an object's own attributes: self.__dict__.update(...)
     return name
 
 
+def _is_self(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
 def _honest_use(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    """``"google.colab" in sys.modules`` asks what is loaded; it changes nothing."""
+    """``"google.colab" in sys.modules`` asks what is loaded; it changes nothing. And
+    ``model.modules()`` is a module's own method, not ``sys.modules``."""
     parent = parents.get(node)
+    if (
+        isinstance(node, ast.Attribute)
+        and node.attr == "modules"
+        and isinstance(parent, ast.Call)
+        and parent.func is node
+    ):
+        return True
     return (
         isinstance(parent, ast.Compare)
         and any(isinstance(op, ast.In | ast.NotIn) for op in parent.ops)
@@ -172,7 +211,7 @@ def tampering(cells: Iterable[tuple[int, str]]) -> list[Finding]:
                 if not _honest_use(node, parents):
                     what = TAMPERING_ATTRIBUTES[node.attr]
             elif (name := _special_attribute(node)) is not None:
-                what = f"an object's internals ({name})"
+                what = TAMPERING_ATTRIBUTES.get(name) or f"an object's internals ({name})"
             elif isinstance(node, ast.Import | ast.ImportFrom):
                 names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
                 names += [a.name for a in node.names] if isinstance(node, ast.Import) else []

@@ -29,38 +29,40 @@ from pathlib import Path
 from attnkit.assignments import ASSIGNMENTS, assignment_in_metadata
 
 SUFFIXES = (".ipynb", ".py")
-IGNORED_DIRS = {"__pycache__", "feedback"}
+ALWAYS_SKIPPED = {"__pycache__", ".ipynb_checkpoints", ".git"}
+"""Folders that never hold a submission: caches, Jupyter's autosaves, version control."""
 OUT_MARKER = ".attnkit-grade.lock"
 """The file ``attnkit grade`` keeps in every OUT: a folder holding it is a run's output
 (an OUT inside SUBMISSIONS), never a student's folder."""
 
 
 def skipped_folder(path: Path) -> bool:
-    """Folders that are never a student's: hidden ones, caches, feedback, and grading runs'
-    OUT folders (found by their marker, whatever they are called). A folder holding the
-    marker *and* a notebook or script outside results/ and feedback/ is a student's who
-    uploaded a file of that name: it is graded, never dropped."""
-    if path.name.startswith(".") or path.name in IGNORED_DIRS:
+    """Folders that are never a student's: caches, Jupyter's autosaves, and folders that
+    hold no notebook or script at all (a grading run's OUT, found by its marker, a hidden
+    folder, an OUT's feedback/). Any other folder is a student's: a name or a file a student
+    chose (a dot, the OUT marker) never drops their work."""
+    if path.name in ALWAYS_SKIPPED:
         return True
-    try:
-        os.lstat(path / OUT_MARKER)
-    except OSError:
-        return False
+    looks_skipped = path.name.startswith(".") or path.name == "feedback"
+    if not looks_skipped:
+        try:
+            os.lstat(path / OUT_MARKER)
+        except OSError:
+            return False
     return not holds_submissions(path)
 
 
 def holds_submissions(folder: Path) -> bool:
-    """Whether ``folder`` holds a notebook or script, MAX_FOLDER_DEPTH deep at most, outside
-    the results/ and feedback/ folders a grading run writes (links are not followed)."""
+    """Whether ``folder`` holds a notebook or script, MAX_FOLDER_DEPTH deep at most (links
+    are not followed, Jupyter's autosaves are not looked at). A grading run's OUT never does:
+    it holds JSON, CSV, HTML and text."""
     top = len(folder.parts)
     for root, folders, files in os.walk(folder):
         depth = len(Path(root).parts) - top
         folders[:] = (
-            []
-            if depth >= MAX_FOLDER_DEPTH
-            else [f for f in folders if not (depth == 0 and f in ("results", "feedback"))]
+            [] if depth >= MAX_FOLDER_DEPTH else [f for f in folders if f not in ALWAYS_SKIPPED]
         )
-        if any(name.endswith(SUFFIXES) for name in files):
+        if any(looks_like_submission(Path(name)) for name in files):
             return True
     return False
 
@@ -246,7 +248,7 @@ def identify_file(name: str, slug: str | None) -> tuple[str, str, str, str, tupl
     is ``<student>_<assignment>.ipynb`` or ``<student>.ipynb``: the id is what remains once
     the assignment is taken out.
     """
-    stem = text_id(Path(name).stem)
+    stem = text_id(submission_stem(Path(name)))
     canvas = CANVAS.match(stem)
     if canvas:
         notes = ("Canvas marked this submission LATE",) if canvas["late"] else ()
@@ -304,9 +306,28 @@ def entries(folder: Path) -> Iterator[tuple[Path, os.stat_result | None, str | N
             yield path, None, f"{path} cannot be examined ({exc.strerror or exc})"
 
 
+def is_notebook(path: Path) -> bool:
+    """A notebook by its name, whatever its case or an extension added after it."""
+    return ".ipynb" in path.name.lower()
+
+
+def submission_stem(path: Path) -> str:
+    """The name without its submission extension: ``ann_02.IPYNB`` and ``ann_02.ipynb.json``
+    are both ``ann_02``."""
+    lowered = path.name.lower()
+    for suffix in (".ipynb", ".py"):
+        at = lowered.rfind(suffix)
+        if at > 0 and (suffix == ".ipynb" or lowered.endswith(suffix)):
+            return path.name[:at]
+    return path.stem
+
+
 def looks_like_submission(path: Path) -> bool:
-    """A name that is (or may be, for a link or an odd entry) one of the kinds we grade."""
-    return path.suffix in SUFFIXES
+    """A name that is (or may be, for a link or an odd entry) one of the kinds we grade,
+    whatever its case or an extension added after it (``x.IPYNB``, ``x.ipynb.json``): a
+    file named like a submission is graded or refused with a row, never passed over."""
+    name = path.name.lower()
+    return name.endswith(SUFFIXES) or ".ipynb" in name
 
 
 def examine(
@@ -321,7 +342,7 @@ def examine(
         return forced or slug_in((*folder_parts, path.name)), f"{path}: {exc!r}"[:500], ""
     digest = hashlib.sha256(data).hexdigest()
     slug = forced or slug_in((*folder_parts, path.name))
-    if path.suffix != ".ipynb":
+    if not is_notebook(path):
         return slug, None, digest
     try:
         notebook, damage = parse_notebook(data, path)
@@ -419,7 +440,7 @@ def walk(root: Path, forced: str | None) -> Iterator[Candidate]:
     """Every candidate under ``root`` (a folder), each entry examined once."""
     for path, info, problem in entries(root):
         if problem or info is None:
-            student = text_id(path.stem)
+            student = text_id(submission_stem(path))
             yield Candidate(Submission(student, forced, path, problem, "", "file name"))
         elif stat.S_ISDIR(info.st_mode):
             if skipped_folder(path):
@@ -427,7 +448,7 @@ def walk(root: Path, forced: str | None) -> Iterator[Candidate]:
             student, rule, number = identify_folder(path.name)
             yield from walk_student(path, student, rule, number, forced)
         elif looks_like_submission(path) or (stat.S_ISLNK(info.st_mode) and not path.suffix):
-            yield file_candidate(path, info, text_id(path.stem), "", (), forced, True)
+            yield file_candidate(path, info, text_id(submission_stem(path)), "", (), forced, True)
 
 
 # -- one submission per student and assignment ---------------------------------------------------
@@ -470,8 +491,8 @@ def pick(group: list[Candidate]) -> Submission:
         note = f"graded the latest of {len(attempts)} attempts ({attempts[-1].attempt})"
         return replace(latest, notes=(*latest.notes, note, *set_aside))
     slug = group[0].submission.assignment
-    named = [c for c in usable if c.submission.path.stem == slug]
-    notebooks = [c for c in usable if c.submission.path.suffix == ".ipynb"]
+    named = [c for c in usable if submission_stem(c.submission.path) == slug]
+    notebooks = [c for c in usable if is_notebook(c.submission.path)]
     for choice in (usable, named, notebooks):
         if len(choice) == 1:
             chosen = choice[0].submission

@@ -34,7 +34,7 @@ DENIED_SYSCALLS = (
     "shmget", "msgget", "semget", "mq_open", "socket", "socketpair", "kexec_load",
     "init_module", "finit_module", "swapon", "reboot", "setpriority", "personality",
     "tkill", "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "process_madvise",
-    "process_mrelease", "kcmp", "ioprio_set", "migrate_pages", "move_pages",
+    "process_mrelease", "kcmp", "ioprio_set", "migrate_pages", "move_pages", "timer_create",
 )  # fmt: skip
 # Calls that take a process id, and the argument that holds it. Each is refused for any
 # process but the worker itself: otherwise a worker could signal its classmates' workers
@@ -102,17 +102,20 @@ def install_seccomp(full: bool = True) -> None:
     # Without isolation (``--no-sandbox``, trusted code) only the rules that keep workers
     # from reaching each other and the zygote apply (full=False).
     rules: list[tuple[str, tuple[Any, ...]]] = [(n, ()) for n in DENIED_SYSCALLS if full]
+    # The kernel reads these arguments as 32-bit ints: a rule compares the low 32 bits
+    # (MASKED_EQ), or 9 + 2**32 would pass an equality test with SIGKILL and still be SIGKILL.
+    # A NE rule needs no mask: it refuses every value but the exact one.
     for name, pid in SIGNAL_CALLS.items():
         rules.append((name, (seccomp.Arg(pid, seccomp.NE, me),)))
-        rules.append((name, (seccomp.Arg(SIGNAL_ARGUMENT[name], seccomp.EQ, signal.SIGKILL),)))
+        rules.append((name, (_low32(seccomp, SIGNAL_ARGUMENT[name], signal.SIGKILL),)))
     # Own process is pid 0 here (glibc and Python pass 0 for "this process").
     rules += [(name, (seccomp.Arg(0, seccomp.NE, 0),)) for name in OWN_PROCESS_CALLS]
     # fcntl can make the kernel signal a process on I/O (F_SETOWN, F_SETOWN_EX), with any
     # signal (F_SETSIG): a signal no kill() rule sees, to itself or to another process.
-    rules += [("fcntl", (seccomp.Arg(1, seccomp.EQ, command),)) for command in SIGNALING_FCNTL]
+    rules += [("fcntl", (_low32(seccomp, 1, command),)) for command in SIGNALING_FCNTL]
     cpu = resource.RLIMIT_CPU
-    rules.append(("prlimit64", (seccomp.Arg(1, seccomp.EQ, cpu), seccomp.Arg(2, seccomp.NE, 0))))
-    rules.append(("setrlimit", (seccomp.Arg(0, seccomp.EQ, cpu),)))
+    rules.append(("prlimit64", (_low32(seccomp, 1, cpu), seccomp.Arg(2, seccomp.NE, 0))))
+    rules.append(("setrlimit", (_low32(seccomp, 0, cpu),)))
     policy = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
     for name, arguments in rules:
         try:
@@ -124,6 +127,11 @@ def install_seccomp(full: bool = True) -> None:
         # glibc tries clone3 first and falls back to clone, whose flags the rule above sees.
         policy.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
     policy.load()
+
+
+def _low32(seccomp: Any, index: int, value: int) -> Any:
+    """A rule's test that argument ``index``, read as the kernel reads an int, is ``value``."""
+    return seccomp.Arg(index, seccomp.MASKED_EQ, 0xFFFFFFFF, value)
 
 
 def confine(limits: dict[str, Any], scratch: str) -> dict[str, Any]:
@@ -260,27 +268,32 @@ class Worker:
 _MISSING = object()
 
 
+_list_tasks = os.listdir  # bound before any student code runs
 THREAD_GRACE = 0.5
 """Seconds a call waits for threads that are finishing before it counts them as running."""
 
 
 def python_threads(grace: float = THREAD_GRACE) -> int:
-    """Threads beside this one that can run Python code (and so call PyTorch on their own),
-    counted once those that were told to stop have had ``grace`` seconds to finish.
-    PyTorch's and OpenMP's own pools run no Python: they only carry out kernels that the
-    calling thread dispatched, which the recorder sees there."""
+    """Threads beside this one, counted by the kernel (``/proc/self/task``), once those
+    that were told to stop have had ``grace`` seconds to finish. Every thread counts: one
+    with no Python frame can still call PyTorch from C, where the recorder, which watches the
+    calling thread, would not see it."""
     deadline = time.monotonic() + grace
     while True:
-        count = len(sys._current_frames()) - 1
+        try:
+            count = len(_list_tasks("/proc/self/task")) - 1
+        except OSError:
+            return 1 << 16  # cannot count them: as good as too many
         if count <= 0 or time.monotonic() > deadline:
             return max(count, 0)
         time.sleep(0.01)
 
 
 def other_threads() -> str | None:
-    """Why the recorder cannot vouch for a call: Python threads beside the one running the
-    exercise, whose PyTorch calls it does not see. (A cell that leaves one running is not
-    run before the hidden tests, so an honest notebook never gets here.)"""
+    """Why the recorder cannot vouch for a call: threads beside the one running the
+    exercise, whose PyTorch calls it does not see. (A cell that leaves one running, even
+    PyTorch's own pool after ``torch.set_num_threads(2)``, is not run before the hidden
+    tests, so an honest notebook never gets here.)"""
     count = python_threads()
     if count <= 0:
         return None
