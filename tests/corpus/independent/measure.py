@@ -71,7 +71,9 @@ def report(tally: dict[str, Counter[str]]) -> str:
         rows.append((lesson, str(sum(counts.values())), *(str(counts[o]) for o in OUTCOMES)))
     rows.append(("all", str(sum(total.values())), *(str(total[o]) for o in OUTCOMES)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows)
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows
+    )
 
 
 def main() -> None:
