@@ -5,6 +5,11 @@ student made it. An entry may be a *family*: its code has ``$placeholders`` and
 ``family`` lists the values each one takes (any wrong axis, any order of the heads), so
 the way a student happens to write the mistake does not matter.
 
+A mistake that can be made in several exercises (no scaling, an inverted mask, softmax
+over the wrong axis) is one entry whose ``code`` is a table, ``"assignment/exercise" =
+body``: one id, title and hint, and a body per exercise where it can be made. It loads
+as one :class:`Mistake` per exercise, so everything downstream sees one site at a time.
+
 The grader answers the recorded calls with the references and builds each mistake's
 programs on them (:func:`diagnose`); the rule that decides is the public one in
 :mod:`attnkit.diagnosis`, which the self-check applies to shipped fingerprints instead.
@@ -49,10 +54,11 @@ class Mistake(MistakeInfo):
             return [self.template]
         names = [name for name, _ in self.family]
         template = string.Template(self.template)
-        return [
+        programs = (
             template.substitute(dict(zip(names, values, strict=True)))
             for values in itertools.product(*(values for _, values in self.family))
-        ]
+        )
+        return list(dict.fromkeys(programs))  # a site's code may not use every placeholder
 
     @property
     def code(self) -> str:
@@ -61,15 +67,41 @@ class Mistake(MistakeInfo):
 
 
 @functools.cache
-def load_mistakes() -> tuple[Mistake, ...]:
-    with CATALOGUE.open("rb") as handle:
+def load_mistakes(path: Path = CATALOGUE) -> tuple[Mistake, ...]:
+    """Every mistake of the catalogue, one per exercise where it can be made."""
+    with path.open("rb") as handle:
         entries = tomllib.load(handle)["mistake"]
-    mistakes = []
-    for entry in entries:
-        family = tuple((k, tuple(str(v) for v in vs)) for k, vs in entry.pop("family", {}).items())
-        template = textwrap.dedent(entry.pop("code")).strip()
-        mistakes.append(Mistake(**entry, template=template, family=family))
+    mistakes = [mistake for entry in entries for mistake in expand(entry)]
+    keys = [m.key for m in mistakes]
+    if len(set(keys)) != len(keys):
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        raise ValueError(f"{path.name}: mistakes defined twice: {twice}")
     return tuple(mistakes)
+
+
+def expand(entry: dict[str, Any]) -> list[Mistake]:
+    """One catalogue entry as its mistakes: one, or one per exercise of a ``code`` table."""
+    entry = dict(entry)
+    family = tuple((k, tuple(str(v) for v in vs)) for k, vs in entry.pop("family", {}).items())
+    code = entry.pop("code")
+    if isinstance(code, str):
+        return [Mistake(**entry, template=textwrap.dedent(code).strip(), family=family)]
+    if "assignment" in entry or "exercise" in entry:
+        raise ValueError(f"{entry['id']}: a code table names its exercises itself")
+    sites = []
+    for site, body in code.items():
+        assignment, _, exercise = site.partition("/")
+        template = textwrap.dedent(body).strip()
+        sites.append(
+            Mistake(
+                **entry,
+                assignment=assignment,
+                exercise=exercise,
+                template=template,
+                family=family,
+            )
+        )
+    return sites
 
 
 def mistakes_for(slug: str, exercise: str) -> list[Mistake]:

@@ -1,5 +1,5 @@
 # assignment: 02_self_attention
-# expect: none
+# expect: SelfAttention_v2=no_scaling
 class SelfAttention_v2:
     def forward(self, x):
         q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)

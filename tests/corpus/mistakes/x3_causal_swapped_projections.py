@@ -1,5 +1,5 @@
 # assignment: 03_causal_attention
-# expect: none
+# expect: CausalAttention=queries_keys_swapped
 class CausalAttention:
     def forward(self, x):
         t = x.shape[-2]

@@ -1,0 +1,12 @@
+# assignment: 03_causal_attention
+# expect: ScaledDotProductAttention=softmax_wrong_dim
+class ScaledDotProductAttention:
+    def forward(self, q, k, v, mask=None):
+        s = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5
+        if mask is not None:
+            s = s.masked_fill(mask, -torch.inf)
+        w = s.softmax(dim=-2)
+        if mask is not None:
+            w = w.masked_fill(mask.all(dim=-1, keepdim=True), 0.0)
+        w = self.dropout(w)
+        return w @ v, w
