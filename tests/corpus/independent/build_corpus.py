@@ -941,7 +941,20 @@ def toml_str(s: str) -> str:
     return json.dumps(s)
 
 
+def judged() -> dict[str, list[str]]:
+    """The ``accept`` ids already judged for each file: kept when the manifest is rewritten
+    (the judgments are made after grading, by reading the catalogue; see measure.py)."""
+    import tomllib
+
+    path = HERE / "manifest.toml"
+    if not path.is_file():
+        return {}
+    cases = tomllib.loads(path.read_text()).get("case", [])
+    return {c["file"]: c["accept"] for c in cases if "accept" in c}
+
+
 def main() -> None:
+    accepted = judged()
     manifest = ["# Independent corpus of mistaken submissions; one mistake per notebook.", ""]
     names = set()
     for lesson, student, exercise, mistake, idiom, body in CASES:
@@ -960,6 +973,11 @@ def main() -> None:
             f"exercise = {toml_str(exercise)}",
             f"mistake = {toml_str(mistake)}",
             f"idiom = {toml_str(idiom)}",
+            *(
+                [f"accept = [{', '.join(toml_str(i) for i in accepted[key])}]"]
+                if (key := f"{slug}/{fname}") in accepted
+                else []
+            ),
             "",
         ]
     (HERE / "manifest.toml").write_text("\n".join(manifest))
