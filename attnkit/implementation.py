@@ -22,7 +22,9 @@ from typing import Any, Protocol
 from .adapters import ADAPTERS
 from .student_process.recorder import Recorder
 
-MESSAGE_CHARS = 300
+MESSAGE_CHARS = 100
+"""What the kit keeps of an exception a submission's code raised: the first line of its
+message, this long (see :func:`bounded_message`)."""
 
 
 class Implementation(Protocol):
@@ -162,6 +164,17 @@ def raised_type(exc: BaseException) -> str:
     return str(getattr(exc, "type_name", type(exc).__name__))
 
 
+def bounded_message(text: str) -> str:
+    """The first line of ``text``, printable, at most MESSAGE_CHARS long. A hidden test's
+    inputs pass through the student's code, so what its exceptions say is all a student
+    could carry out of the grader in feedback: this bounds it. The grader's reading of an
+    isolated error and diagnosis's replay of a mistake both keep exactly this, so the two
+    compare equal."""
+    lines = text.splitlines()
+    first = lines[0] if lines else ""
+    return "".join(c if c.isprintable() else "?" for c in first[:MESSAGE_CHARS])
+
+
 def raised_message(exc: BaseException) -> str:
     """The exception's message, without its type (isolated errors carry it apart)."""
-    return str(getattr(exc, "message", exc))[:MESSAGE_CHARS]
+    return bounded_message(str(getattr(exc, "message", exc)))

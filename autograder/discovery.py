@@ -18,7 +18,6 @@ from ``lstat`` alone, and files are opened with ``O_NOFOLLOW``. Reading a file i
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import stat
@@ -28,28 +27,56 @@ from pathlib import Path
 
 from attnkit.assignments import ASSIGNMENTS, assignment_in_metadata
 
+from .submission_file import (  # noqa: F401  (where graders and tests import them from)
+    MAX_FILE_BYTES,
+    MAX_SUBMISSION_BYTES,
+    Refused,
+    parse_notebook,
+    read_submission_file,
+    refusal,
+)
+
 SUFFIXES = (".ipynb", ".py")
 ALWAYS_SKIPPED = {"__pycache__", ".ipynb_checkpoints", ".git"}
 """Folders that never hold a submission: caches, Jupyter's autosaves, version control."""
 OUT_MARKER = ".attnkit-grade.lock"
 """The file ``attnkit grade`` keeps in every OUT: a folder holding it is a run's output
-(an OUT inside SUBMISSIONS), never a student's folder."""
+(an OUT inside SUBMISSIONS), never graded as a student's folder."""
+
+
+def marked_as_output(path: Path) -> bool:
+    try:
+        os.lstat(path / OUT_MARKER)
+    except OSError:
+        return False
+    return True
 
 
 def skipped_folder(path: Path) -> bool:
-    """Folders that are never a student's: caches, Jupyter's autosaves, and folders that
-    hold no notebook or script at all (a grading run's OUT, found by its marker, a hidden
-    folder, an OUT's feedback/). Any other folder is a student's: a name or a file a student
-    chose (a dot, the OUT marker) never drops their work."""
+    """Folders passed over without a row: caches, Jupyter's autosaves, and folders that
+    hold no notebook or script at all (a grading run's OUT, a hidden folder, an OUT's
+    feedback/). A folder a student could have made (a dot, the OUT marker) that holds a
+    notebook is never passed over: it is graded, or refused with a row (see
+    :func:`output_refusal`)."""
     if path.name in ALWAYS_SKIPPED:
         return True
     looks_skipped = path.name.startswith(".") or path.name == "feedback"
-    if not looks_skipped:
-        try:
-            os.lstat(path / OUT_MARKER)
-        except OSError:
-            return False
+    if not (looks_skipped or marked_as_output(path)):
+        return False
     return not holds_submissions(path)
+
+
+def output_refusal(path: Path) -> str | None:
+    """Why a folder holding the OUT marker and notebooks is not graded as a student's: its
+    notebooks may be a run's copies, and it may be a student's upload; a row says which
+    file to remove if it is the latter."""
+    if not marked_as_output(path):
+        return None
+    return (
+        f"{path} holds {OUT_MARKER}, the mark of an attnkit grade output folder, and "
+        f"notebooks: it was not graded. If it is a student's folder, delete {OUT_MARKER} "
+        "from it and grade again"
+    )
 
 
 def holds_submissions(folder: Path) -> bool:
@@ -67,11 +94,6 @@ def holds_submissions(folder: Path) -> bool:
     return False
 
 
-MAX_SUBMISSION_BYTES = 32 * 1024**2
-"""The most code a submission may hold: a notebook is measured with its saved outputs and
-attachments stripped, so plots never get a correct notebook refused."""
-MAX_FILE_BYTES = 256 * 1024**2
-"""The most bytes read from one file at all (outputs included)."""
 MAX_FOLDER_DEPTH = 4
 """Folders below a student's folder that are searched (``student/a/b/c/d/nb.ipynb``)."""
 
@@ -122,101 +144,6 @@ class Candidate:
     attempt: str = ""
     """Sortable attempt time (Blackboard): the latest attempt is graded."""
     folder_parts: tuple[str, ...] = field(default=())
-
-
-class Refused(Exception):
-    """A file the grader will not open; the message is the reason."""
-
-
-# -- reading one file, safely and in bounded time ----------------------------------------------
-
-
-def refusal(path: Path, mode: int, size: int) -> str | None:
-    """Why ``lstat``'s answer rules the entry out, without opening or following it."""
-    if stat.S_ISLNK(mode):
-        return (
-            f"{path} is a symbolic link: the grader never follows links. "
-            "Copy the real file into the submissions folder."
-        )
-    if not stat.S_ISREG(mode):
-        return f"{path} is not a regular file (a device, FIFO or socket); submit a notebook file"
-    if size > MAX_FILE_BYTES:
-        return (
-            f"{path} is {size / 1024**2:.1f} MiB, over the {MAX_FILE_BYTES // 1024**2} MiB "
-            "limit: clear the notebook's outputs (Edit > Clear All Outputs) and save it again"
-        )
-    return None
-
-
-def code_bytes(data: bytes) -> int:
-    """The size that counts towards :data:`MAX_SUBMISSION_BYTES`: a notebook's JSON without
-    its cells' outputs and attachments; any other file (or damaged JSON) as it is."""
-    try:
-        notebook = json.loads(data)
-    except (ValueError, RecursionError):
-        return len(data)
-    cells = notebook.get("cells") if isinstance(notebook, dict) else None
-    if not isinstance(cells, list):
-        return len(data)
-    stripped = [
-        {k: v for k, v in cell.items() if k not in ("outputs", "attachments")}
-        if isinstance(cell, dict)
-        else cell
-        for cell in cells
-    ]
-    return len(json.dumps({**notebook, "cells": stripped}).encode("utf-8"))
-
-
-def read_submission_file(path: Path) -> bytes:
-    """The bytes of a regular file, read through ``O_NOFOLLOW`` with the size limit enforced.
-
-    Raises :class:`Refused` for anything else, checked again on the open descriptor so that
-    a file swapped for a link after ``lstat`` is still refused.
-    """
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if exc.errno == 40:  # ELOOP: the last component is a symbolic link
-            raise Refused(refusal(path, stat.S_IFLNK, 0)) from None
-        raise Refused(f"{path} cannot be read ({exc.strerror or exc})") from None
-    try:
-        info = os.fstat(fd)
-        reason = refusal(path, info.st_mode, info.st_size)
-        if reason:
-            raise Refused(reason)
-        chunks, total = [], 0
-        while chunk := os.read(fd, 1024 * 1024):
-            total += len(chunk)
-            if total > MAX_FILE_BYTES:
-                raise Refused(refusal(path, stat.S_IFREG, total) or "")
-            chunks.append(chunk)
-        data = b"".join(chunks)
-        if total > MAX_SUBMISSION_BYTES and (code := code_bytes(data)) > MAX_SUBMISSION_BYTES:
-            raise Refused(
-                f"{path} holds {code / 1024**2:.1f} MiB of code (outputs aside), over the "
-                f"{MAX_SUBMISSION_BYTES // 1024**2} MiB limit"
-            )
-        return data
-    finally:
-        os.close(fd)
-
-
-def parse_notebook(data: bytes, path: Path) -> tuple[object, str | None]:
-    """(the parsed JSON, or why it cannot be parsed). Linear in the size: the C parser stops
-    at the interpreter's recursion limit, which no real notebook comes near; such a file is
-    :class:`Refused`, since the grader's own parser would fail on it the same way."""
-    try:
-        return json.loads(data.decode("utf-8")), None
-    except UnicodeDecodeError as exc:
-        return None, f"{path} is not UTF-8 text (bad byte at position {exc.start})"
-    except RecursionError:
-        raise Refused(
-            f"{path} nests JSON deeper than any notebook does: re-download or re-save it "
-            "from Jupyter"
-        ) from None
-    except ValueError as exc:
-        return None, f"{path} is not valid notebook JSON ({exc}); re-download or re-save it"
 
 
 # -- who and which assignment --------------------------------------------------------------------
@@ -421,6 +348,11 @@ def walk_folder(
             if stat.S_ISDIR(info.st_mode):
                 if skipped_folder(path):
                     continue
+                if (problem := output_refusal(path)) is not None:
+                    yield Candidate(
+                        Submission(student, forced, path, problem, "", rule), number, "", parts
+                    )
+                    continue
                 if forced and slug_in((path.name,)) not in (None, forced):
                     continue  # another assignment's folder (nbgrader layout)
                 if len(parts) >= MAX_FOLDER_DEPTH:
@@ -446,6 +378,9 @@ def walk(root: Path, forced: str | None) -> Iterator[Candidate]:
             if skipped_folder(path):
                 continue
             student, rule, number = identify_folder(path.name)
+            if (problem := output_refusal(path)) is not None:
+                yield Candidate(Submission(student, forced, path, problem, "", rule))
+                continue
             yield from walk_student(path, student, rule, number, forced)
         elif looks_like_submission(path) or (stat.S_ISLNK(info.st_mode) and not path.suffix):
             yield file_candidate(path, info, text_id(submission_stem(path)), "", (), forced, True)

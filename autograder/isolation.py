@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from attnkit.adapters import MalformedResult, MissingDefinition, validate_result
+from attnkit.implementation import bounded_message
 from attnkit.notebook_code import Cell, CellOutcome
 from attnkit.student_process.wire import HEADER, WireError, decode, encode
 
@@ -421,20 +422,18 @@ class _CellStopped(Exception):
 
 
 STUDENT_TYPE_CHARS = 40
-STUDENT_MESSAGE_CHARS = 100
-"""What a submission's own exception may carry into its feedback: the first line of its
-message, this long, and its type's name. A hidden test's inputs pass through the student's
-code, so anything longer would let a few resubmissions carry them out."""
+"""How much of a submission's exception type name is kept (its message: see
+attnkit.implementation.bounded_message)."""
 
 
 def raised_in_submission(error: Any) -> Exception:
     """The local exception that stands for what the submission raised."""
     if not isinstance(error, dict):
         return WorkerCrashed("the submission's process sent an unexpected reply")
-    lines = _text(error.get("message"), 500).splitlines()
+    text = error.get("message")
     type_name, message = (
         _text(error.get("type"), STUDENT_TYPE_CHARS) or "Exception",
-        _text(lines[0] if lines else "", STUDENT_MESSAGE_CHARS),
+        bounded_message(text if isinstance(text, str) else ""),
     )
     if type_name == "NotImplementedError":
         return NotImplementedError(message)

@@ -33,7 +33,7 @@ import pytest
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.implementation import LocalImplementation
 from attnkit.outcome import PASSED
-from attnkit_solutions.exercises import REFERENCE_CODE, reference_namespace, reference_object
+from attnkit_solutions.exercises import declarations, reference_namespace, reference_object
 
 from .harness import Subject, SuitePlugin, reference_implementation, run_suite, suite_arguments
 from .mutation_equivalent import KNOWN_EQUIVALENT
@@ -145,7 +145,7 @@ def killed_by_run_suite(mutant: Mutant, only: set[str] | None = None) -> bool:
 
 
 def exercises(slug: str) -> list[str]:
-    return [e.name for e in ASSIGNMENTS[slug].exercises if (slug, e.name) in REFERENCE_CODE]
+    return [e.name for e in ASSIGNMENTS[slug].exercises if (slug, e.name) in declarations()]
 
 
 def score_lesson(

@@ -1,7 +1,7 @@
 """The mutation operators: each rewrites one node of a reference into a plausible mistake.
 
 :func:`mutants` parses the function (or ``forward`` method) that answers an exercise
-(:data:`attnkit_solutions.exercises.REFERENCE_CODE`), drops its docstring and
+(declared with :func:`attnkit_solutions.exercises.exercise`), drops its docstring and
 annotations, and yields one :class:`Mutant` per rewritten node: swapped axes (``-1`` ->
 ``-2``, ``0`` -> ``1``), off-by-one constants and slice or range bounds, ``triu`` <->
 ``tril``, changed float constants (``** 0.5`` -> ``** 1.0``, ``-inf`` -> ``0.0``), a
@@ -189,12 +189,13 @@ def statement_alternatives(node: ast.AST, names: list[str]) -> Iterator[ast.AST]
 
 
 def reference_tree(slug: str, exercise: str) -> tuple[ast.FunctionDef, int]:
-    """The reference's function and the file line it starts on. Its docstring and
-    annotations are dropped: mutating them would change nothing the suites can see."""
+    """The reference's function and the file line it starts on. Its decorators, docstring
+    and annotations are dropped: mutating them would change nothing the suites can see."""
     target = reference_object(slug, exercise)
     lines, start = inspect.getsourcelines(target)
     function = ast.parse(textwrap.dedent("".join(lines))).body[0]
     assert isinstance(function, ast.FunctionDef)
+    function.decorator_list = []  # @exercise declares the reference; a mutant is no reference
     if ast.get_docstring(function) is not None:
         function.body = function.body[1:] or [ast.Pass()]
     function.returns = None

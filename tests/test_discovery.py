@@ -260,21 +260,23 @@ def test_a_lone_upload_keeps_its_name_whatever_it_is(tmp_path: Path) -> None:
 
 
 def test_a_marker_a_student_uploads_never_drops_their_folder(tmp_path: Path) -> None:
-    """The OUT marker marks a grading run's output only where the folder holds no notebook
-    or script of its own (outside results/ and feedback/): a student who uploads a file of
-    that name is graded like everyone else."""
+    """A folder with the OUT marker and no notebook is a run's output, passed over (a run
+    writes JSON, CSV, HTML and text); one with a notebook too (a student who uploaded a file
+    of that name) is never passed over: it is refused with a row that says what to do."""
     from attnkit_autograder.discovery import OUT_MARKER
 
     bob = tmp_path / "class" / "bob"
-    (bob / "work").mkdir(parents=True)
+    (bob / "results").mkdir(parents=True)
     (bob / OUT_MARKER).write_text("")
-    (bob / "work" / "02_self_attention.ipynb").write_text("{}")
+    (bob / "results" / "02_self_attention.ipynb").write_text("{}")
     old_run = tmp_path / "class" / "grades-2025"
     (old_run / "results" / "ann-1").mkdir(parents=True)
     (old_run / OUT_MARKER).write_text("")
     (old_run / "grades.json").write_text("{}")
     (old_run / "results" / "ann-1" / "02_self_attention.json").write_text("{}")
-    (old_run / "feedback").mkdir()
-    (old_run / "feedback" / "x.py").write_text("")  # what a run writes is not a submission
-    found = discover(tmp_path / "class")
-    assert [(s.student, s.assignment) for s in found] == [("bob", "02_self_attention")]
+    (old_run / "feedback" / "ann-1").mkdir(parents=True)
+    (old_run / "feedback" / "ann-1" / "02_self_attention.html").write_text("<p>report</p>")
+    (found,) = discover(tmp_path / "class")
+    assert found.student == "bob"
+    assert found.problem is not None
+    assert f"delete {OUT_MARKER}" in found.problem

@@ -126,7 +126,8 @@ def test_the_readme_self_check_sample_is_what_the_check_prints(capsys) -> None:
 
 
 def test_an_out_folder_inside_the_submissions_is_never_a_student(tmp_path: Path) -> None:
-    """The second run over a folder that holds the first run's OUT grades the same class."""
+    """The second run over a folder that holds the first run's OUT grades the same class; an
+    OUT someone put notebooks into is not graded as a student, and says so in a row."""
     from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
     from attnkit_autograder.discovery import discover
     from attnkit_autograder.results import exclusive
@@ -136,9 +137,15 @@ def test_an_out_folder_inside_the_submissions_is_never_a_student(tmp_path: Path)
     write_notebook(notebook, tmp_path / f"ada_{slug}.ipynb")
     out = tmp_path / "grades"  # any name: the run's marker, not the name, says what it is
     with exclusive(out):
+        (out / "results").mkdir()
+        (out / "grades.json").write_text("{}")
+    assert [s.student for s in discover(tmp_path)] == ["ada"]
+    with exclusive(out):
         write_notebook(notebook, out / "feedback-copy" / f"{slug}.ipynb")
         write_notebook(notebook, out / f"zed_{slug}.ipynb")
-    assert [s.student for s in discover(tmp_path)] == ["ada"]
+    found = {s.student: s for s in discover(tmp_path)}
+    assert found["ada"].problem is None
+    assert "the mark of an attnkit grade output folder" in (found["grades"].problem or "")
 
 
 def test_a_notebook_of_another_lesson_is_refused_with_the_reason(tmp_path: Path) -> None:

@@ -199,8 +199,8 @@ def test_what_a_submission_raised_carries_bounded_text(error) -> None:
     """Whatever the worker says the student's code raised, the feedback carries at most a
     short first line of it (hidden inputs pass through that code)."""
     from attnkit.adapters import MissingDefinition
+    from attnkit.implementation import MESSAGE_CHARS
     from attnkit_autograder.isolation import (
-        STUDENT_MESSAGE_CHARS,
         STUDENT_TYPE_CHARS,
         SubmissionError,
         WorkerCrashed,
@@ -213,5 +213,5 @@ def test_what_a_submission_raised_carries_bounded_text(error) -> None:
     )
     if isinstance(raised, SubmissionError):
         assert len(raised.type_name) <= STUDENT_TYPE_CHARS
-        assert len(raised.message) <= STUDENT_MESSAGE_CHARS
+        assert len(raised.message) <= MESSAGE_CHARS
         assert "\n" not in str(raised)

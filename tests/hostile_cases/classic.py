@@ -56,8 +56,9 @@ LOSES_V2_AND_TRANSFER = (V2_CELL, TRANSFER_CELL)
 LOSES_SOFTMAX = (SOFTMAX_CELL, "test_softmax_stability")
 LOSES_ALL = tuple(CELL_POINTS)
 LOSES_UNCHECKED = (*LOSES_SOFTMAX, "test_v1_forward", "test_v1_batched", V2_CELL)
-"""Every exercise whose from-scratch check cannot run: a recorder switched off, or a thread
-left running beside the exercises."""
+"""Every exercise whose from-scratch check cannot run: a recorder switched off."""
+LOSES_SOFTMAX_USERS = tuple(c for c in CELL_POINTS if c != TRANSFER_CELL)
+"""Every exercise that calls the student's softmax (all but the weight transfer)."""
 MAX_SCORE = scored()
 CANARY_NAME = f"attnkit-hostile-canary-{os.getuid()}-{os.getpid()}"  # /dev/shm is shared
 """A file the grader owns in the machine's /dev/shm, which a submission tries to delete."""
@@ -655,26 +656,27 @@ def _preamble(targets: Targets) -> str:
     )
 
 
-THREAD_LEFT_RUNNING = ("leaves_files_and_a_thread_behind",)
-"""Escapes that leave a thread running: refused, but the thread makes every from-scratch
-check that follows unverifiable (see attnkit.student_process.worker.other_threads)."""
+THREAD_STARTED_IN_A_CALL = ("leaves_files_and_a_thread_behind",)
+"""Escapes that start a thread while an exercise runs: once the hidden tests run, no thread
+can start (see attnkit.student_process.worker.seal_threads), so the exercise that tried
+raises, and loses its own cell only."""
 
 
 def _escape(name: str, targets: Targets) -> Case:
     """An attempt the sandbox must refuse: the submission keeps full marks (but for a
-    thread left running, see THREAD_LEFT_RUNNING)."""
+    thread started in a call, see THREAD_STARTED_IN_A_CALL)."""
     kind, body = ATTEMPTS[name]
-    lingers = name in THREAD_LEFT_RUNNING
+    lingers = name in THREAD_STARTED_IN_A_CALL
     helper = (
         _preamble(targets) + "def attempt():\n" + textwrap.indent(textwrap.dedent(body), "    ")
     )
     return Case(
         name,
         kind,
-        LOSES_UNCHECKED if lingers else KEEPS_ALL,
+        LOSES_V2 if lingers else KEEPS_ALL,
         V2_CELL,
-        "forbidden" if lingers else "passed",
-        "",
+        "error" if lingers else "passed",
+        "can't start new thread" if lingers else "",
         {"SelfAttention_v2": GUARDED_V2},
         helper,
         first=True,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .classic import (
     LOSES_SOFTMAX,
+    LOSES_SOFTMAX_USERS,
     LOSES_UNCHECKED,
     SOFTMAX_CELL,
     V2_CELL,
@@ -60,8 +61,10 @@ def cases(targets: Targets) -> list[Case]:
              SOFTMAX_CELL, "forbidden", "could not be checked",
              {"softmax": "return torch.nan_to_num(torch.softmax(x, dim), nan=0.0)"},
              PACKAGE_SWITCH, "attnkit.student_process.recorder"),
-        Case("sm_in_another_thread", "evasion", LOSES_UNCHECKED, SOFTMAX_CELL, "forbidden",
-             "other thread",
+        # The cell that starts the helper thread leaves it running, so the hidden tests run
+        # without that cell: its queues are not there, and every softmax user fails.
+        Case("sm_in_another_thread", "evasion", LOSES_SOFTMAX_USERS, SOFTMAX_CELL, "error",
+             "_jobs",
              {"softmax": "_jobs.put((x, dim))\nreturn torch.nan_to_num(_done.get(), nan=0.0)"},
              THREAD_SOFTMAX),
     ]  # fmt: skip
