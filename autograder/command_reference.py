@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from attnkit.cli import build_parser
+from attnkit.errors import KitError
 
 START, END = "<!-- command-reference:start -->", "<!-- command-reference:end -->"
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -98,13 +99,19 @@ def render() -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def between_markers(text: str, start: str, end: str, body: str) -> str:
+    """``text`` with what stands between the markers ``start`` and ``end`` replaced by
+    ``body``: how ``attnkit generate`` keeps a generated part of a hand-written file."""
+    if start not in text or end not in text:
+        raise KitError(f"README.md lacks the markers {start} and {end}")
+    before, rest = text.split(start, 1)
+    _, after = rest.split(end, 1)
+    return f"{before}{start}\n{body}{end}{after}"
+
+
 def with_reference(readme: str) -> str:
     """``readme`` with the text between the markers replaced by :func:`render`."""
-    if START not in readme or END not in readme:
-        raise ValueError(f"README.md lacks the markers {START} and {END}")
-    before, rest = readme.split(START, 1)
-    _, after = rest.split(END, 1)
-    return f"{before}{START}\n{render()}{END}{after}"
+    return between_markers(readme, START, END, render())
 
 
 def stale(path: Path = README) -> list[str]:
@@ -114,7 +121,7 @@ def stale(path: Path = README) -> list[str]:
     text = path.read_text(encoding="utf-8")
     try:
         current = with_reference(text) == text
-    except ValueError as exc:
+    except KitError as exc:
         return [str(exc)]
     return [] if current else [f"{path}: the command reference differs from the parser"]
 

@@ -17,6 +17,7 @@ from attnkit import assignments, registry_data
 from attnkit.errors import KitError
 from attnkit_solutions.exercises import Declaration, declarations
 
+from .command_reference import between_markers
 from .rubric import source_notebook
 
 TABLE = Path(registry_data.__file__).resolve()
@@ -128,11 +129,7 @@ def lesson_rows() -> str:
 
 
 def with_lesson_table(readme: str) -> str:
-    if START not in readme or END not in readme:
-        raise KitError(f"README.md lacks the markers {START} and {END}")
-    before, rest = readme.split(START, 1)
-    _, after = rest.split(END, 1)
-    return f"{before}{START}\n{lesson_rows()}{END}{after}"
+    return between_markers(readme, START, END, lesson_rows())
 
 
 def stale(table: Path | None = None, readme: Path | None = None) -> list[str]:
