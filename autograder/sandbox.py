@@ -147,32 +147,29 @@ class Zygote:
         --no-sandbox) as a plain child process with its own scratch folder."""
         if settings.enabled and not settings.user:
             return bwrap_command(settings, control_fd)
-        else:
-            if settings.user:
-                # Whatever an earlier submission left as that user (a process that escaped
-                # its session, files in /tmp) ends before the sandbox starts.
-                end_everything_of(settings.user)
-            self._scratch = tempfile.mkdtemp(prefix="attnkit-scratch-")
-            interpreter, search = python_paths()
-            search[0] = os.path.dirname(package_dir("attnkit"))
-            if settings.user:
-                # Only the public packages and site-packages' own, from a folder the
-                # user cannot change (the scratch folder is the user's own).
-                self._public = public_path(tempfile.mkdtemp(prefix="attnkit-path-"))
-                sites = set(site_dirs())
-                search = [self._public, *(p for p in search[1:] if p not in sites)]
-            bootstrap = bootstrap_code(
-                search, self._scratch, control_fd, own_user=bool(settings.user)
-            )
-            command = [interpreter, "-I", "-S", "-c", bootstrap]
-            if settings.user:
-                check_sandbox_user(settings.user)
-                command = [*setpriv_prefix(settings.user), *command]
-                import pwd
+        if settings.user:
+            # Whatever an earlier submission left as that user (a process that escaped
+            # its session, files in /tmp) ends before the sandbox starts.
+            end_everything_of(settings.user)
+        self._scratch = tempfile.mkdtemp(prefix="attnkit-scratch-")
+        interpreter, search = python_paths()
+        search[0] = os.path.dirname(package_dir("attnkit"))
+        if settings.user:
+            # Only the public packages and site-packages' own, from a folder the
+            # user cannot change (the scratch folder is the user's own).
+            self._public = public_path(tempfile.mkdtemp(prefix="attnkit-path-"))
+            sites = set(site_dirs())
+            search = [self._public, *(p for p in search[1:] if p not in sites)]
+        bootstrap = bootstrap_code(search, self._scratch, control_fd, own_user=bool(settings.user))
+        command = [interpreter, "-I", "-S", "-c", bootstrap]
+        if settings.user:
+            check_sandbox_user(settings.user)
+            command = [*setpriv_prefix(settings.user), *command]
+            import pwd
 
-                entry = pwd.getpwnam(settings.user)
-                os.chown(self._scratch, entry.pw_uid, entry.pw_gid)
-                os.chmod(self._scratch, 0o700)
+            entry = pwd.getpwnam(settings.user)
+            os.chown(self._scratch, entry.pw_uid, entry.pw_gid)
+            os.chmod(self._scratch, 0o700)
         return command
 
     @property

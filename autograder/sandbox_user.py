@@ -9,6 +9,8 @@ import os
 import shutil
 import subprocess
 
+from attnkit.student_process.zygote import SHARED_SCRATCH
+
 from .sandbox_layout import (
     HIDDEN_PACKAGES,
     PUBLIC_PACKAGES,
@@ -125,11 +127,6 @@ def public_path(folder: str) -> str:
     for name, target in entries.items():
         os.symlink(target, os.path.join(folder, name))
     return folder
-
-
-SHARED_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
-"""Folders every user may write: with no namespaces, a submission's files there would reach
-the next submission (and fill memory, for /dev/shm)."""
 
 
 def end_everything_of(user: str) -> None:

@@ -224,7 +224,7 @@ class Worker:
             "error_type": outcome.error_type,
             "message": outcome.message,
             "line": outcome.line,
-            "threads": python_threads(),
+            "threads": other_tasks(),
         }
 
     def variants(self) -> list[str]:
@@ -273,7 +273,7 @@ THREAD_GRACE = 0.5
 """Seconds a call waits for threads that are finishing before it counts them as running."""
 
 
-def python_threads(grace: float = THREAD_GRACE) -> int:
+def other_tasks(grace: float = THREAD_GRACE) -> int:
     """Threads beside this one, counted by the kernel (``/proc/self/task``), once those
     that were told to stop have had ``grace`` seconds to finish. Every thread counts: one
     with no Python frame can still call PyTorch from C, where the recorder, which watches the
@@ -296,7 +296,7 @@ def other_threads() -> str | None:
     exercise, whose PyTorch calls it does not see. (A cell that leaves one running, even
     PyTorch's own pool after ``torch.set_num_threads(2)``, is not run before the hidden
     tests, so an honest notebook never gets here.)"""
-    count = python_threads()
+    count = other_tasks()
     if count <= 0:
         return None
     return (

@@ -149,6 +149,8 @@ def _reap(endings: dict[int, dict[str, Any]], by_sandbox: bool) -> bool:
 
 
 SHARED_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
+"""Folders every user may write: under --sandbox-user (no namespaces) a submission's files
+there would reach the next submission (and fill memory, for /dev/shm)."""
 
 
 def _empty_own(scratch: str) -> None:
