@@ -105,8 +105,12 @@ class WorkerEnd:
 class Zygote:
     """The running sandbox of one grader: spawns workers, resets between submissions."""
 
-    def __init__(self, settings: SandboxSettings) -> None:
+    def __init__(self, settings: SandboxSettings, wait: bool = True) -> None:
+        """Start the sandbox; with ``wait`` False, return at once and let the first
+        :meth:`wait_ready` (or spawn or reset) wait for it, so that the grader's own start-up
+        runs while the sandbox imports PyTorch."""
         self.settings = settings
+        self.startup_seconds: float | None = None
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._scratch: str | None = None
         self._public: str | None = None
@@ -123,6 +127,14 @@ class Zygote:
             start_new_session=True,
         )
         theirs.close()
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Wait until the zygote says it is ready (once); raises SandboxUnavailable, saying
+        why, when it cannot start."""
+        if self.startup_seconds is not None:
+            return
         try:
             ready = self._receive(START_TIMEOUT)
         except SandboxDied:
@@ -205,6 +217,7 @@ class Zygote:
 
     def spawn(self, limits: dict[str, Any]) -> tuple[int, int]:
         """A new worker: returns (request fd to write, reply fd to read), ours to close."""
+        self.wait_ready()
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
         try:
@@ -228,6 +241,7 @@ class Zygote:
         """Kill every worker and empty /tmp; how each worker since the last reset ended.
         ``grace``: seconds to let a dying worker end by itself first (its pipes closed).
         Raises SandboxDied if the zygote does not confirm."""
+        self.wait_ready()
         try:
             self.control.sendmsg([json.dumps({"op": "reset", "grace": float(grace)}).encode()])
             answer = self._receive(CONTROL_TIMEOUT)
@@ -307,13 +321,20 @@ def _plain_environment(settings: SandboxSettings) -> dict[str, str]:
 _current: Zygote | None = None
 
 
-def shared_zygote(settings: SandboxSettings) -> Zygote:
+def shared_zygote(settings: SandboxSettings, wait: bool = True) -> Zygote:
+    """This grader's sandbox, started if there is none (``wait``: see :class:`Zygote`)."""
     global _current
     if _current is not None and (not _current.alive() or _current.settings != settings):
         _current.close()
         _current = None
     if _current is None:
-        _current = Zygote(settings)
+        _current = Zygote(settings, wait=wait)
+    if wait:
+        try:
+            _current.wait_ready()
+        except SandboxUnavailable:
+            _current = None
+            raise
     return _current
 
 

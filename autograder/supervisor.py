@@ -81,11 +81,11 @@ def grader_process(number: int, tasks: Any, results: Any, settings: GradeSetting
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides when to stop
     signal.signal(signal.SIGTERM, stop_on_sigterm)
     try:
-        # Start the sandbox first: it imports torch in its own process while this one
-        # imports the references, so the two start-up costs overlap instead of adding up.
+        # Start the sandbox first, without waiting: it imports torch in its own process
+        # while this one loads the references, so the two start-up costs overlap.
         from .sandbox import shared_zygote
 
-        shared_zygote(settings.sandbox_settings())
+        shared_zygote(settings.sandbox_settings(), wait=False)
         warmed: set[str | None] = set()
         with contextlib.redirect_stdout(io.StringIO()):
             while not _stopping:

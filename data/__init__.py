@@ -7,15 +7,26 @@
 The story itself lives next to this file as ``the-verdict.txt`` and is never committed.
 """
 
-from .dataloader import GPTDatasetV1, create_dataloader_v1
-from .tokenizer import gpt2_tokenizer
-from .verdict import VERDICT_SHA256, locate_verdict, read_verdict
+from __future__ import annotations
 
-__all__ = [
-    "VERDICT_SHA256",
-    "GPTDatasetV1",
-    "create_dataloader_v1",
-    "gpt2_tokenizer",
-    "locate_verdict",
-    "read_verdict",
-]
+import importlib
+from typing import Any
+
+# Each name loads its module on first use: `attnkit data` and the grader's start-up need
+# the story, not PyTorch (which the dataloader imports, seconds) or the BPE tables.
+_HOMES = {
+    "GPTDatasetV1": "dataloader",
+    "create_dataloader_v1": "dataloader",
+    "gpt2_tokenizer": "tokenizer",
+    "VERDICT_SHA256": "verdict",
+    "locate_verdict": "verdict",
+    "read_verdict": "verdict",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'attnkit_data' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)

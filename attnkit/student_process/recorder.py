@@ -147,6 +147,13 @@ class Recorder:
                 return func(*args, **(kwargs or {}))
 
         class Kernels(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls) -> bool:
+                # PyTorch would wrap __torch_dispatch__ to keep torch.compile out of it,
+                # which imports torch._dynamo (seconds) at the first call. Nothing is
+                # compiled here, so the hook stays a plain function.
+                return False
+
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 name = str(func.overloadpacket)
                 if recorder._in_canary:
