@@ -109,9 +109,19 @@ def init_course(root: Path) -> list[str]:
         )
     slugs = list(ASSIGNMENTS)
     write_course_skeleton(root, slugs)
+    generate_assignments(root, slugs)
+    return slugs
+
+
+def generate_assignments(root: Path, slugs: list[str]) -> None:
+    """nbgrader's generate_assignment (creating each in the gradebook) for ``slugs``: in one
+    nbgrader process when source/ holds just these (its start-up costs seconds a call)."""
+    present = {p.name for p in (root / "source").iterdir() if p.is_dir()}
+    if present == set(slugs):
+        run_nbgrader(root, "generate_assignment", "*", "--create", "--force")
+        return
     for slug in slugs:
         run_nbgrader(root, "generate_assignment", slug, "--create", "--force")
-    return slugs
 
 
 def write_course_skeleton(root: Path, slugs: list[str]) -> None:
@@ -161,8 +171,8 @@ def generate_released(out_dir: Path, slugs: list[str] | None = None) -> list[Pat
     with tempfile.TemporaryDirectory(prefix="attnkit-course-") as tmp:
         root = Path(tmp)
         write_course_skeleton(root, slugs)
+        generate_assignments(root, slugs)
         for slug in slugs:
-            run_nbgrader(root, "generate_assignment", slug, "--force", "--create")
             released = root / "release" / slug / f"{slug}.ipynb"
             target = out_dir / slug / released.name
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,8 @@ import contextlib
 import functools
 import hashlib
 import io
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +160,24 @@ def suite_arguments(slug: str) -> list[str]:
     return args
 
 
+@contextlib.contextmanager
+def no_plugin_autoload() -> Iterator[None]:
+    """Only the plugins the suite names: whatever else is installed (hypothesis, anyio,
+    xdist, ...) would be imported and assertion-rewritten at every session, for seconds."""
+    before = os.environ.get(AUTOLOAD)
+    os.environ[AUTOLOAD] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(AUTOLOAD, None)
+        else:
+            os.environ[AUTOLOAD] = before
+
+
+AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
+
+
 def run_suite(
     impl: Implementation,
     slug: str,
@@ -168,7 +188,11 @@ def run_suite(
     isolated = not isinstance(getattr(impl, "inner", impl), LocalImplementation)
     plugin = SuitePlugin(Subject(impl, slug), Subject(reference, slug), grade_ids, isolated)
     args = suite_arguments(slug)
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    with (
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+        no_plugin_autoload(),
+    ):
         code = pytest.main(args, plugins=[plugin])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not plugin.verdicts:
         raise RuntimeError(f"the hidden suite for {slug} did not run (pytest exit code {code})")
