@@ -89,12 +89,12 @@ def test_overruns_deaths_and_flaky_graders_all_end_with_a_result(tmp_path: Path)
 
 @pytest.mark.slow
 def test_a_grader_that_never_starts_is_replaced_then_blamed(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(supervisor, "STARTUP_LIMIT", 15.0)  # room for a spawned start-up
+    monkeypatch.setattr(supervisor, "STARTUP_LIMIT", 10.0)  # room for a spawned start-up
     todo = fake_class(tmp_path / "subs", ["mute", "ann"])
     outcome = grade_all(todo, tmp_path / "out", FAST, jobs=1, grader=misbehaving_grader)
     records = {r["student"]: r for r in results.collect(tmp_path / "out", todo)}
     assert outcome.graded == 2 and records["ann"]["status"] == "graded"
-    assert "did not start grading within 15 s twice" in records["mute"]["error"]
+    assert "did not start grading within 10 s twice" in records["mute"]["error"]
     assert [s.student for s in missing(todo, tmp_path / "out")] == ["mute"]
 
 
