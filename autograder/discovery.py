@@ -397,17 +397,26 @@ def group_key(candidate: Candidate) -> tuple[str, str]:
 
 
 def separate_namesakes(candidates: list[Candidate]) -> list[Candidate]:
-    """Two students with the same name but different LMS numbers get ``name_number`` ids."""
-    numbers: dict[tuple[str, str], set[str]] = {}
-    for c in candidates:
-        numbers.setdefault(group_key(c), set()).add(c.lms_number)
-    separated = []
-    for c in candidates:
-        if len(numbers[group_key(c)]) > 1 and c.lms_number:
-            student = f"{c.submission.student}_{c.lms_number}"
-            c = replace(c, submission=replace(c.submission, student=student))
-        separated.append(c)
-    return separated
+    """Students who share an id but not the LMS's number for them get ``id_number`` ids.
+
+    Repeated until every id stands for one number: a student whose own chosen name reads
+    like another's disambiguated id (``Ada Lovelace_4242`` with number 7777) is separated
+    again, never merged with the student the platform numbered 4242. Each round lengthens
+    the ids it changes, so it ends; ids come from the platform's numbers, not from names."""
+    for _ in range(len(candidates) + 1):
+        numbers: dict[tuple[str, str], set[str]] = {}
+        for c in candidates:
+            numbers.setdefault(group_key(c), set()).add(c.lms_number)
+        shared = {key for key, found in numbers.items() if len(found) > 1}
+        if not shared:
+            break
+        candidates = [
+            replace(c, submission=replace(c.submission, student=f"{c.submission.student}_{n}"))
+            if group_key(c) in shared and (n := c.lms_number)
+            else c
+            for c in candidates
+        ]
+    return candidates
 
 
 def pick(group: list[Candidate]) -> Submission:

@@ -19,6 +19,7 @@ outside is skipped on that replay. A budget per submission bounds the total.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import secrets
@@ -426,13 +427,28 @@ STUDENT_TYPE_CHARS = 40
 attnkit.implementation.bounded_message)."""
 
 
+KNOWN_TYPES = frozenset(
+    name
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+) | {"MissingDefinition", "AxisError", "LinAlgError", "OutOfMemoryError"}
+"""The exception names feedback repeats: Python's own and the libraries' few. A class the
+notebook defines could name itself anything (the inputs it saw included), so it is called
+``Exception``: only the bounded message is the student's to say."""
+
+
+def known_type(name: Any) -> str:
+    text = _text(name, STUDENT_TYPE_CHARS)
+    return text if text in KNOWN_TYPES else "Exception"
+
+
 def raised_in_submission(error: Any) -> Exception:
     """The local exception that stands for what the submission raised."""
     if not isinstance(error, dict):
         return WorkerCrashed("the submission's process sent an unexpected reply")
     text = error.get("message")
     type_name, message = (
-        _text(error.get("type"), STUDENT_TYPE_CHARS) or "Exception",
+        known_type(error.get("type")),
         bounded_message(text if isinstance(text, str) else ""),
     )
     if type_name == "NotImplementedError":

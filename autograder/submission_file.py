@@ -18,6 +18,10 @@ MAX_SUBMISSION_BYTES = 32 * 1024**2
 attachments stripped, so plots never get a correct notebook refused."""
 MAX_FILE_BYTES = 256 * 1024**2
 """The most bytes read from one file at all (outputs included)."""
+MAX_CONTAINERS = 1_000_000
+"""The most JSON lists and objects (counted as ``[`` and ``{`` bytes) a file may hold: the
+grader's memory for parsing grows with them, not with the bytes (a file of empty lists
+takes 30 times its size), and no notebook comes near this many."""
 
 
 class Refused(Exception):
@@ -85,6 +89,11 @@ def read_submission_file(path: Path) -> bytes:
                 raise Refused(refusal(path, stat.S_IFREG, total) or "")
             chunks.append(chunk)
         data = b"".join(chunks)
+        if data.count(b"[") + data.count(b"{") > MAX_CONTAINERS:
+            raise Refused(
+                f"{path} holds more than {MAX_CONTAINERS:,} JSON lists and objects: clear "
+                "the notebook's outputs (Edit > Clear All Outputs) and save it again"
+            )
         if total > MAX_SUBMISSION_BYTES and (code := code_bytes(data)) > MAX_SUBMISSION_BYTES:
             raise Refused(
                 f"{path} holds {code / 1024**2:.1f} MiB of code (outputs aside), over the "

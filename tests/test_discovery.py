@@ -165,6 +165,41 @@ def test_lms_file_names_map_to_documented_ids(tmp_path: Path) -> None:
     assert "renamed copy" in renamed.problem and renamed.path.name.startswith("s04-np")
 
 
+def test_a_name_that_reads_like_anothers_id_never_takes_their_submission(
+    tmp_path: Path,
+) -> None:
+    """Moodle numbers two Ada Lovelaces 4242 and 5555; a third student names themself
+    "Ada Lovelace_4242" (number 7777). Ids come from the platform's numbers: three students,
+    each graded on their own file, none merged with another."""
+    nb = NOTEBOOK.read_bytes()
+    stub = json.dumps({**json.loads(nb), "metadata": {"who": "the namesake"}}).encode()
+    files = {
+        "Ada Lovelace_4242_assignsubmission_file_/my work.ipynb": nb,
+        "Ada Lovelace_5555_assignsubmission_file_/attention.ipynb": stub,
+        f"Ada Lovelace_4242_7777_assignsubmission_file_/{SLUG}.ipynb": b" " + nb,
+    }
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True)
+        (tmp_path / name).write_bytes(data)
+    found = by_student(tmp_path)
+    assert len(found) == 3
+    chosen = {s.path.relative_to(tmp_path).as_posix(): s.student for s in found.values()}
+    assert set(chosen) == set(files)
+    assert all(s.problem is None for s in found.values())
+    ids = [chosen[name] for name in files]
+    assert ids[0] != ids[2] and "7777" in ids[2] and "7777" not in ids[0]
+
+
+def test_a_file_of_countless_empty_lists_is_refused_before_parsing(tmp_path: Path) -> None:
+    from attnkit_autograder.submission_file import MAX_CONTAINERS
+
+    path = tmp_path / f"eve_{SLUG}.ipynb"
+    path.write_bytes(b'{"cells": [' + b"[]," * MAX_CONTAINERS + b"[]]}")
+    with pytest.raises(Refused, match="lists and objects"):
+        read_submission_file(path)
+    assert read_submission_file(NOTEBOOK) == NOTEBOOK.read_bytes()
+
+
 def test_nbgrader_zip_collect_layout(tmp_path: Path) -> None:
     submitted = tmp_path / "course" / "submitted"
     for student in ("ann", "ben"):

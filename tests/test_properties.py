@@ -201,6 +201,7 @@ def test_what_a_submission_raised_carries_bounded_text(error) -> None:
     from attnkit.adapters import MissingDefinition
     from attnkit.implementation import MESSAGE_CHARS
     from attnkit_autograder.isolation import (
+        KNOWN_TYPES,
         STUDENT_TYPE_CHARS,
         SubmissionError,
         WorkerCrashed,
@@ -213,5 +214,7 @@ def test_what_a_submission_raised_carries_bounded_text(error) -> None:
     )
     if isinstance(raised, SubmissionError):
         assert len(raised.type_name) <= STUDENT_TYPE_CHARS
+        # A class the notebook named itself is not repeated: its name could carry inputs.
+        assert raised.type_name in KNOWN_TYPES
         assert len(raised.message) <= MESSAGE_CHARS
         assert "\n" not in str(raised)
