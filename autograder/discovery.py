@@ -404,15 +404,15 @@ def separate_namesakes(candidates: list[Candidate]) -> list[Candidate]:
     again, never merged with the student the platform numbered 4242. Each round lengthens
     the ids it changes, so it ends; ids come from the platform's numbers, not from names."""
     for _ in range(len(candidates) + 1):
-        numbers: dict[tuple[str, str], set[str]] = {}
+        numbers: dict[str, set[str]] = {}
         for c in candidates:
-            numbers.setdefault(group_key(c), set()).add(c.lms_number)
-        shared = {key for key, found in numbers.items() if len(found) > 1}
+            numbers.setdefault(c.submission.student, set()).add(c.lms_number)
+        shared = {student for student, found in numbers.items() if len(found) > 1}
         if not shared:
             break
         candidates = [
             replace(c, submission=replace(c.submission, student=f"{c.submission.student}_{n}"))
-            if group_key(c) in shared and (n := c.lms_number)
+            if c.submission.student in shared and (n := c.lms_number)
             else c
             for c in candidates
         ]
