@@ -69,3 +69,34 @@ def test_a_name_in_the_source_alone_costs_nothing_but_is_noted(tmp_path) -> None
     record = grade(tmp_path, "own_helper", {}, extra=OWN_SDPA)
     assert record["score"] == record["max_score"], record["tests"]
     assert any("scaled_dot_product_attention" in n for n in record["notes"])
+
+
+PRIVATE_REACHES = {
+    "import torch\nstack = torch.overrides._get_current_function_mode_stack()\n": (
+        "torch.overrides._get_current_function_mode_stack"
+    ),
+    "import torch as t\ny = t.ops.aten._softmax(x, -1, False)\n": "t.ops.aten._softmax",
+    "from torch.overrides import _get_current_function_mode_stack\n": (
+        "torch.overrides._get_current_function_mode_stack"
+    ),
+}
+OWN_PRIVATES = (
+    "from torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n"
+    "        super().__init__()\n        self._proj = nn.Linear(2, 2)\n"
+    "    def forward(self, x):\n        return self._proj(x)\n"
+)
+
+
+def test_a_librarys_private_api_is_noted_and_a_classs_own_privates_are_not() -> None:
+    """Reaching a library's private names (how the recorder's report is forged) is noted,
+    whatever the module is bound to; a class's own ``self._x`` is honest code."""
+    from attnkit.scan import tampering
+
+    for source, path in PRIVATE_REACHES.items():
+        found = [f.what for f in tampering([(1, source)])]
+        assert found == [f"a library's private API ({path})"], (source, found)
+    closure = "import inspect\nr = inspect.getclosurevars(f).nonlocals['recorder']\n"
+    assert [f.what for f in tampering([(1, closure)])] == [
+        "inspect.getclosurevars (another function's variables)"
+    ]
+    assert tampering([(1, OWN_PRIVATES)]) == []
