@@ -50,6 +50,19 @@ def test_every_lesson_has_enough_submissions(corpus: list[builder.Built]) -> Non
     assert len({b.student for b in corpus}) == len(corpus), "one student per submission"
 
 
+def test_no_correct_submission_gets_a_note_from_the_scan(corpus: list[builder.Built]) -> None:
+    """Notes that call code "reaching into the grader" need evidence: none of these honest
+    notebooks (Colab checks, helper modules, their own private attributes) gets one."""
+    from attnkit.scan import tampering
+
+    noted = {
+        f"{b.lesson}/{b.name}": [f.what for f in found]
+        for b in corpus
+        if (found := tampering(enumerate(b.code_cells())))
+    }
+    assert noted == {}
+
+
 def test_every_pattern_is_covered_and_every_claim_holds(corpus: list[builder.Built]) -> None:
     claimed = {tag for b in corpus for tag in b.patterns}
     assert claimed == set(builder.PATTERNS), set(builder.PATTERNS) - claimed
