@@ -70,12 +70,14 @@ thousand forbidden names): a record keeps this many, this long, and says how man
 
 
 def capped_notes(notes: list[str]) -> list[str]:
-    """At most MAX_NOTES notes of at most MAX_NOTE_CHARS each, MAX_NOTES_CHARS in all; the
-    last line says how many were left out."""
+    """At most MAX_NOTES notes of at most MAX_NOTE_CHARS printable characters each,
+    MAX_NOTES_CHARS in all; the last line says how many were left out."""
     kept: list[str] = []
     size = 0
     for note in notes:
-        text = str(note)
+        # Notes quote what a submission wrote (its errors, its file names): control bytes,
+        # NULs and direction overrides become "?" before they reach a report or a terminal.
+        text = "".join(c if c.isprintable() else "?" for c in str(note)[:MAX_NOTE_CHARS])
         if len(text) > MAX_NOTE_CHARS:
             text = text[: MAX_NOTE_CHARS - 1] + "…"
         if len(kept) == MAX_NOTES or size + len(text) > MAX_NOTES_CHARS:

@@ -218,3 +218,23 @@ def test_what_a_submission_raised_carries_bounded_text(error) -> None:
         assert raised.type_name in KNOWN_TYPES
         assert len(raised.message) <= MESSAGE_CHARS
         assert "\n" not in str(raised)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(nasty_text, st.text(alphabet="\x1b\x00\u202e\r\n\t[2J", max_size=60))))
+def test_notes_are_bounded_printable_text_whatever_a_submission_causes(notes) -> None:
+    """However many notes a submission causes, whatever they quote: bounded in count and
+    size, and no control byte, NUL or direction override reaches a report or a terminal."""
+    from attnkit_autograder.records import (
+        MAX_NOTE_CHARS,
+        MAX_NOTES,
+        MAX_NOTES_CHARS,
+        capped_notes,
+    )
+
+    kept = capped_notes(notes)
+    assert len(kept) <= MAX_NOTES + 1
+    assert sum(len(n) for n in kept) <= MAX_NOTES_CHARS + 40
+    assert all(len(n) <= MAX_NOTE_CHARS and n.isprintable() for n in kept)
+    if len(notes) <= MAX_NOTES and all(n.isprintable() and len(n) < 100 for n in notes):
+        assert kept == notes
