@@ -122,9 +122,8 @@ Anything else (``attnkit.scan``, ``attnkit.student_process.worker``, ``attnkit.n
 into the machinery that records and reports the student's own calls."""
 
 
-def _kit_reach(node: ast.AST) -> str | None:
-    """What an attribute chain rooted at the name ``attnkit`` reaches, if it is not the
-    public ``attnkit.notebook.Lesson`` (``import attnkit.notebook`` binds ``attnkit``)."""
+def _dotted(node: ast.AST) -> list[str] | None:
+    """``a.b.c`` as ``["a", "b", "c"]`` when ``node`` is an attribute chain rooted at a name."""
     if not isinstance(node, ast.Attribute):
         return None
     chain = []
@@ -132,9 +131,15 @@ def _kit_reach(node: ast.AST) -> str | None:
     while isinstance(current, ast.Attribute):
         chain.append(current.attr)
         current = current.value
-    if not (isinstance(current, ast.Name) and current.id == "attnkit"):
+    return [current.id, *reversed(chain)] if isinstance(current, ast.Name) else None
+
+
+def _kit_reach(node: ast.AST) -> str | None:
+    """What an attribute chain rooted at the name ``attnkit`` reaches, if it is not the
+    public ``attnkit.notebook.Lesson`` (``import attnkit.notebook`` binds ``attnkit``)."""
+    path = _dotted(node)
+    if path is None or path[0] != "attnkit":
         return None
-    path = ["attnkit", *reversed(chain)]
     for module, name in PUBLIC_FROM_KIT:
         allowed = [*module.split("."), name]
         if path[: len(allowed)] == allowed or path == allowed[:-1]:
@@ -214,13 +219,35 @@ def _private_reach(node: ast.AST, imported: set[str]) -> str | None:
     code uses libraries' public API; its own ``self._cache`` is not from an import."""
     if not (isinstance(node, ast.Attribute) and _is_private(node.attr)):
         return None
-    chain = []
-    current: ast.AST = node
-    while isinstance(current, ast.Attribute):
-        chain.append(current.attr)
-        current = current.value
-    if isinstance(current, ast.Name) and current.id in imported:
-        return ".".join([current.id, *reversed(chain)])
+    path = _dotted(node)
+    return ".".join(path) if path is not None and path[0] in imported else None
+
+
+def _import_reach(node: ast.Import | ast.ImportFrom) -> str | None:
+    """What an import statement reaches of the grader's machinery, if anything."""
+    names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+    names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+    hits = [n for n in names if n.split(".")[0] in TAMPERING_MODULES]
+    # The lessons' own setup: `from attnkit.notebook import Lesson`, and the plain
+    # `import attnkit.notebook` (whose later uses are checked above).
+    if isinstance(node, ast.ImportFrom) and hits == ["attnkit.notebook"]:
+        taken = {(node.module, a.name) for a in node.names}
+        hits = (
+            [] if taken <= PUBLIC_FROM_KIT else [f"attnkit.notebook.{a.name}" for a in node.names]
+        )
+    elif isinstance(node, ast.Import):
+        hits = [n for n in hits if n != "attnkit.notebook"]
+    if hits:
+        return f"imports {hits[0]}"
+    elif isinstance(node, ast.ImportFrom):
+        # `from torch._C import DisableTorchFunction` reaches what `torch._C.X` does.
+        parts = (node.module or "").split(".") + [a.name for a in node.names]
+        found = [p for p in parts if p in TAMPERING_ATTRIBUTES]
+        private = [p for p in parts if _is_private(p)]
+        if found:
+            return TAMPERING_ATTRIBUTES[found[0]]
+        elif private:
+            return f"a library's private API ({'.'.join(parts)})"
     return None
 
 
@@ -251,31 +278,7 @@ def tampering(cells: Iterable[tuple[int, str]]) -> list[Finding]:
             ):
                 what = f"a library's private API ({path})"
             elif isinstance(node, ast.Import | ast.ImportFrom):
-                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-                names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
-                hits = [n for n in names if n.split(".")[0] in TAMPERING_MODULES]
-                # The lessons' own setup: `from attnkit.notebook import Lesson`, and the plain
-                # `import attnkit.notebook` (whose later uses are checked above).
-                if isinstance(node, ast.ImportFrom) and hits == ["attnkit.notebook"]:
-                    taken = {(node.module, a.name) for a in node.names}
-                    hits = (
-                        []
-                        if taken <= PUBLIC_FROM_KIT
-                        else [f"attnkit.notebook.{a.name}" for a in node.names]
-                    )
-                elif isinstance(node, ast.Import):
-                    hits = [n for n in hits if n != "attnkit.notebook"]
-                if hits:
-                    what = f"imports {hits[0]}"
-                elif isinstance(node, ast.ImportFrom):
-                    # `from torch._C import DisableTorchFunction` reaches what `torch._C.X` does.
-                    parts = (node.module or "").split(".") + [a.name for a in node.names]
-                    found = [p for p in parts if p in TAMPERING_ATTRIBUTES]
-                    private = [p for p in parts if _is_private(p)]
-                    if found:
-                        what = TAMPERING_ATTRIBUTES[found[0]]
-                    elif private:
-                        what = f"a library's private API ({'.'.join(parts)})"
+                what = _import_reach(node)
             elif (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)
