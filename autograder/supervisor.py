@@ -73,6 +73,14 @@ def warm_up(slug: str | None) -> None:
         reference_failures(slug, reference_implementation(slug))
 
 
+def one_thread() -> None:
+    """The references compute on tiny tensors: PyTorch's thread pool only adds cost, and with
+    one grader per core (``--jobs``) its spinning threads would fight the other graders."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def grader_process(number: int, tasks: Any, results: Any, settings: GradeSettings) -> None:
     """One grader: take submissions from its own ``tasks``, write their result files, and
     tell the supervisor (``results``) when each starts and how it ended."""
@@ -86,6 +94,7 @@ def grader_process(number: int, tasks: Any, results: Any, settings: GradeSetting
         from .sandbox import shared_zygote
 
         shared_zygote(settings.sandbox_settings(), wait=False)
+        one_thread()
         warmed: set[str | None] = set()
         with contextlib.redirect_stdout(io.StringIO()):
             while not _stopping:

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+# The README's test command runs one pytest worker per core (`-n auto`). Each process, and
+# every process it starts, computes with one thread: the tensors are tiny, and PyTorch's
+# spinning thread pools would otherwise fight each other for the same cores.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import pytest
 import torch
 
@@ -34,3 +42,48 @@ def chromium_flags(profile: str, window: str = "1200,1500") -> list[str]:
         f"--user-data-dir={profile}",
         f"--window-size={window}",
     ]
+
+
+# -- order and distribution --------------------------------------------------------------------
+# With `-n auto`, each test file is one unit of work for one worker (its module fixtures, such
+# as a graded corpus, are built once), except the files in SPREAD, whose tests are independent
+# and go to whichever worker is free. The long files start first, so that no worker is left
+# running one alone at the end; without workers, the fast tests run first.
+LONGEST_FIRST = (
+    "test_readme.py",
+    "test_student_bundle.py",
+    "test_course_loop.py",
+    "test_grader_hostile.py",
+    "test_diagnosis_corpus.py",
+    "test_diagnosis.py",
+    "test_grade_run.py",
+    "test_grader_engine.py",
+)
+SPREAD = ("test_readme.py",)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    distributed = "PYTEST_XDIST_WORKER" in os.environ  # set in each worker of `-n`
+
+    def rank(item: pytest.Item) -> int:
+        if distributed:
+            name = item.path.name
+            return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+        return 1 if item.get_closest_marker("slow") else 0
+
+    items.sort(key=rank)  # stable: the order within a rank is pytest's
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """xdist's scheduling by scope, where a scope is a test file (or one test, in SPREAD),
+    in the order the workers collected (see above)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if Path(path).name in SPREAD else path
+
+    config.option.loadscopereorder = False
+    return ByFile(config, log)
