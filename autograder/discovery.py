@@ -233,15 +233,25 @@ def entries(folder: Path) -> Iterator[tuple[Path, os.stat_result | None, str | N
             yield path, None, f"{path} cannot be examined ({exc.strerror or exc})"
 
 
+ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def ascii_lower(name: str) -> str:
+    """``name`` with only its ASCII letters lowered: extensions are ASCII, and every other
+    character keeps its place (``"İ".lower()`` is two characters, which would shift the
+    index of whatever follows it)."""
+    return name.translate(ASCII_LOWER)
+
+
 def is_notebook(path: Path) -> bool:
     """A notebook by its name, whatever its case or an extension added after it."""
-    return ".ipynb" in path.name.lower()
+    return ".ipynb" in ascii_lower(path.name)
 
 
 def submission_stem(path: Path) -> str:
     """The name without its submission extension: ``ann_02.IPYNB`` and ``ann_02.ipynb.json``
     are both ``ann_02``."""
-    lowered = path.name.lower()
+    lowered = ascii_lower(path.name)
     for suffix in (".ipynb", ".py"):
         at = lowered.rfind(suffix)
         if at > 0 and (suffix == ".ipynb" or lowered.endswith(suffix)):
@@ -253,7 +263,7 @@ def looks_like_submission(path: Path) -> bool:
     """A name that is (or may be, for a link or an odd entry) one of the kinds we grade,
     whatever its case or an extension added after it (``x.IPYNB``, ``x.ipynb.json``): a
     file named like a submission is graded or refused with a row, never passed over."""
-    name = path.name.lower()
+    name = ascii_lower(path.name)
     return name.endswith(SUFFIXES) or ".ipynb" in name
 
 
