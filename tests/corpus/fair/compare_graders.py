@@ -84,8 +84,9 @@ def grade_with_attnkit(corpus: list[Built], work: Path, jobs: int = 2) -> dict[s
     return {r["student"]: outcome_of(r) for r in records}
 
 
-def grade_with_gradescope(corpus: list[Built], work: Path, jobs: int = 2) -> dict[str, Outcome]:
-    """The two steps of Gradescope's run_autograder, one ``attnkit grade`` per lesson."""
+def grade_with_gradescope(corpus: list[Built], work: Path, jobs: int = 1) -> dict[str, Outcome]:
+    """The two steps of Gradescope's run_autograder, one ``attnkit grade`` per lesson, with
+    one grader by default: Gradescope grades each submission in a container of its own."""
     from attnkit_autograder.gradescope import to_results
 
     outcomes: dict[str, Outcome] = {}
@@ -94,7 +95,10 @@ def grade_with_gradescope(corpus: list[Built], work: Path, jobs: int = 2) -> dic
         shutil.rmtree(folder, ignore_errors=True)
         for built in (b for b in corpus if b.lesson == lesson):
             built.write(folder)
-        attnkit("grade", str(folder), "--out", str(out), "--assignment", lesson, "--force")
+        attnkit(
+            "grade", str(folder), "--out", str(out), "--assignment", lesson, "--force",
+            "--jobs", str(jobs),
+        )  # fmt: skip
         grades = json.loads((out / "grades.json").read_text())
         for record in grades["submissions"]:
             results = to_results({**grades, "submissions": [record]})
