@@ -77,7 +77,8 @@ def capped_notes(notes: list[str]) -> list[str]:
     for note in notes:
         # Notes quote what a submission wrote (its errors, its file names): control bytes,
         # NULs and direction overrides become "?" before they reach a report or a terminal.
-        text = "".join(c if c.isprintable() else "?" for c in str(note)[:MAX_NOTE_CHARS])
+        # One character past the limit is kept, so that a cut note still ends with "…".
+        text = "".join(c if c.isprintable() else "?" for c in str(note)[: MAX_NOTE_CHARS + 1])
         if len(text) > MAX_NOTE_CHARS:
             text = text[: MAX_NOTE_CHARS - 1] + "…"
         if len(kept) == MAX_NOTES or size + len(text) > MAX_NOTES_CHARS:

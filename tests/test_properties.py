@@ -11,7 +11,7 @@ import struct
 from pathlib import Path
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from attnkit.adapters import ADAPTERS, MalformedResult, validate_result
@@ -222,6 +222,7 @@ def test_what_a_submission_raised_carries_bounded_text(error) -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.one_of(nasty_text, st.text(alphabet="\x1b\x00\u202e\r\n\t[2J", max_size=60))))
+@example(["\x1b" * 1000])
 def test_notes_are_bounded_printable_text_whatever_a_submission_causes(notes) -> None:
     """However many notes a submission causes, whatever they quote: bounded in count and
     size, and no control byte, NUL or direction override reaches a report or a terminal."""
@@ -238,3 +239,5 @@ def test_notes_are_bounded_printable_text_whatever_a_submission_causes(notes) ->
     assert all(len(n) <= MAX_NOTE_CHARS and n.isprintable() for n in kept)
     if len(notes) <= MAX_NOTES and all(n.isprintable() and len(n) < 100 for n in notes):
         assert kept == notes
+    if notes and len(notes[0]) > MAX_NOTE_CHARS:
+        assert kept[0].endswith("…")  # a cut note says it was cut
