@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import io
 import multiprocessing
+import multiprocessing.connection
 import os
 import queue
 import signal
@@ -83,7 +84,8 @@ def one_thread() -> None:
 
 def grader_process(number: int, tasks: Any, results: Any, settings: GradeSettings) -> None:
     """One grader: take submissions from its own ``tasks``, write their result files, and
-    tell the supervisor (``results``) when each starts and how it ended."""
+    tell the supervisor when each starts and how it ended, with ``results.send(...)`` on the
+    grader's own channel (the writing end of a pipe only this grader holds)."""
     parent = os.getppid()
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process decides when to stop
@@ -114,12 +116,12 @@ def grader_process(number: int, tasks: Any, results: Any, settings: GradeSetting
                 # A sandbox that a failed reset ended is replaced now, before the clock.
                 with contextlib.suppress(Exception):  # grade_submission reports a failure
                     shared_zygote(settings.sandbox_settings())
-                results.put(("start", number, index, ""))
+                results.send(("start", number, index, ""))
                 record = grade_safely(submission, settings)
                 if _stopping:
                     return  # never record a submission whose grading was cut short
                 outcome, detail = deliver(record, Path(target))
-                results.put((outcome, number, index, detail))
+                results.send((outcome, number, index, detail))
     except KeyboardInterrupt:
         return  # stopped by the supervisor (the worker was killed on the way out)
 
@@ -152,6 +154,11 @@ class Grader:
     number: int
     process: Any
     tasks: Any
+    channel: Any
+    """The reading end of the pipe only this grader writes to: a grader killed halfway
+    through a message (SIGKILL, the OOM killer) can tear only its own channel. One queue
+    shared by all graders would be left locked, or its stream torn, for every other grader,
+    and the run would wait for messages that never come."""
     index: int | None = None
     assigned: float = 0.0
     """When the grader was handed its submission (monotonic clock)."""
@@ -179,20 +186,41 @@ class Supervisor:
 
     def __post_init__(self) -> None:
         self.context = multiprocessing.get_context("spawn")
-        self.results = self.context.Queue()
         self.waiting.extend(range(len(self.todo)))
 
     def start_grader(self) -> None:
         tasks = self.context.Queue()
         number = len(self.graders)
+        channel, writer = self.context.Pipe(duplex=False)
         # Not daemonic: a grader starts worker processes, which daemons may not do.
         process = self.context.Process(
-            target=self.target, args=(number, tasks, self.results, self.settings)
+            target=self.target, args=(number, tasks, writer, self.settings)
         )
         process.start()
-        grader = Grader(number, process, tasks)
+        writer.close()  # the grader holds the only writing end: its death is our EOF
+        grader = Grader(number, process, tasks, channel)
         self.graders.append(grader)
         self.hand_out(grader)
+
+    def messages(self, timeout: float) -> list[tuple[str, int, int, str]]:
+        """The messages that arrive within ``timeout`` on the live graders' channels. A
+        channel that ends or carries something that is not a message is closed: its
+        grader is then judged by :meth:`check` (dead, or silent past its limits)."""
+        open_channels = [g.channel for g in self.graders if not g.channel.closed]
+        if not open_channels:
+            time.sleep(timeout)
+            return []
+        got = []
+        for channel in multiprocessing.connection.wait(open_channels, timeout):
+            try:
+                message = channel.recv()
+                kind, number, index, detail = message
+                if self.graders[number].channel is not channel:
+                    raise ValueError("a message about another grader")
+                got.append((str(kind), number, index, str(detail)))
+            except Exception:  # EOF, a torn or foreign frame: this grader is heard no more
+                channel.close()
+        return got
 
     def hand_out(self, grader: Grader) -> None:
         grader.index, grader.started = None, None
@@ -252,12 +280,17 @@ class Supervisor:
         elif grader.started is None and now - grader.assigned > STARTUP_LIMIT:
             stop(grader.process)
             self.retry_or_blame(index, f"did not start grading within {STARTUP_LIMIT:g} s")
-        elif grader.process.is_alive():
+        elif grader.process.is_alive() and not grader.channel.closed:
             return
         elif already_graded(self.out, self.todo[index]):
+            stop(grader.process)
             self.finish(index)  # it wrote the result, then died before saying so
+        elif grader.process.is_alive():
+            stop(grader.process)
+            self.retry_or_blame(index, "stopped speaking the grader's protocol")
         else:
             self.retry_or_blame(index, describe_grader_exit(grader.process.exitcode))
+        grader.channel.close()
         grader.index = None
         self.start_grader()
 
@@ -281,8 +314,8 @@ class Supervisor:
         try:
             checked = time.monotonic()
             while len(self.finished) < len(self.todo):
-                with contextlib.suppress(queue.Empty):
-                    self.on_message(self.results.get(timeout=CHECK_EVERY))
+                for message in self.messages(CHECK_EVERY):
+                    self.on_message(message)
                 if time.monotonic() - checked < CHECK_EVERY:
                     continue  # a busy queue must not postpone the checks for long
                 checked = time.monotonic()

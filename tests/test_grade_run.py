@@ -7,6 +7,7 @@ import csv
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -38,7 +39,7 @@ def misbehaving_grader(number: int, tasks: Any, results: Any, settings: GradeSet
         submission = Submission(**fields)
         if submission.student.startswith("mute"):
             time.sleep(600)  # never says it started
-        results.put(("start", number, index, ""))
+        results.send(("start", number, index, ""))
         seen = submission.path.with_suffix(".seen")
         if submission.student.startswith("slow"):
             time.sleep(600)
@@ -47,12 +48,18 @@ def misbehaving_grader(number: int, tasks: Any, results: Any, settings: GradeSet
         if submission.student.startswith("flaky") and not seen.exists():
             seen.touch()
             os.kill(os.getpid(), signal.SIGKILL)
+        if submission.student.startswith("torn"):  # dies halfway through a message
+            os.write(results.fileno(), struct.pack("!i", 1000) + b"half a mess")
+            os._exit(4)
+        if submission.student.startswith("babble"):  # a frame that is not a message
+            os.write(results.fileno(), struct.pack("!i", 5) + b"\x80\x05no.")
+            time.sleep(600)
         if submission.student.startswith("full"):
-            results.put(("lost", number, index, "the disk holding OUT is full"))
+            results.send(("lost", number, index, "the disk holding OUT is full"))
             continue
         record = {**error_record(submission, ""), "status": "graded", "error": None}
         outcome, detail = deliver(record, Path(target))
-        results.put((outcome, number, index, detail))
+        results.send((outcome, number, index, detail))
 
 
 def fake_class(folder: Path, students: list[str]) -> list[Submission]:
@@ -85,6 +92,32 @@ def test_overruns_deaths_and_flaky_graders_all_end_with_a_result(tmp_path: Path)
     assert "not of the submission" in records["dies"]["error"]
     # The grader's fault is not a result: the run is incomplete, and a rerun retries it.
     assert [s.student for s in missing(todo, out)] == ["dies"]
+
+
+@pytest.mark.slow
+def test_a_grader_torn_halfway_through_a_message_costs_no_one_else(tmp_path: Path) -> None:
+    """Each grader speaks on a channel of its own: one that dies mid-message (SIGKILL, the
+    OOM killer) or writes garbage is replaced, and its neighbours are still heard. On one
+    queue shared by all graders, a torn frame left every later message unread, and the run
+    waited on the slow grader for ever."""
+    todo = fake_class(tmp_path / "subs", ["ann", "torn", "slow", "babble", "ben", "cat"])
+    out = tmp_path / "out"
+    started = time.monotonic()
+    outcome = grade_all(todo, out, FAST, jobs=3, grader=misbehaving_grader)
+    assert time.monotonic() - started < 90
+    assert outcome.graded == 6 and not outcome.interrupted and outcome.lost == {}
+    records = {r["student"]: r for r in results.collect(out, todo)}
+    assert {s: r["status"] for s, r in records.items()} == {
+        "ann": "graded",
+        "torn": "error",
+        "slow": "error",
+        "babble": "error",
+        "ben": "graded",
+        "cat": "graded",
+    }
+    assert "exited with status 4 twice" in records["torn"]["error"]
+    assert "stopped speaking the grader's protocol twice" in records["babble"]["error"]
+    assert records["slow"]["error"].startswith("timeout: grading used up")
 
 
 @pytest.mark.slow
