@@ -10,6 +10,7 @@ and line.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -52,12 +53,20 @@ def python_text(source: str) -> str:
     return "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=256)
 def _parse(source: str) -> ast.AST | None:
+    """The cell's syntax tree, shared read-only by every rule (the lessons' own cells
+    recur in every submission: each is parsed once per grader)."""
     return parse_python(python_text(source))
 
 
 def scan_source(source: str, forbidden: Iterable[str]) -> list[tuple[int, str]]:
     """(line, dotted name) of each forbidden name that appears in ``source``."""
+    return list(_scan_source(source, tuple(sorted(forbidden))))
+
+
+@functools.lru_cache(maxsize=256)
+def _scan_source(source: str, forbidden: tuple[str, ...]) -> tuple[tuple[int, str], ...]:
     finals = {path.rsplit(".", 1)[-1]: path for path in forbidden}
     tree = _parse(source) if finals else None
     if tree is None:
@@ -73,7 +82,7 @@ def scan_source(source: str, forbidden: Iterable[str]) -> list[tuple[int, str]]:
                 for a in node.names
                 if a.name in finals and module.startswith(("torch", "scipy"))
             )
-    return sorted(set(found))
+    return tuple(sorted(set(found)))
 
 
 TAMPERING_ATTRIBUTES = {
@@ -213,7 +222,7 @@ def _is_private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
-def _private_reach(node: ast.AST, imported: set[str]) -> str | None:
+def _private_reach(node: ast.AST, imported: frozenset[str]) -> str | None:
     """A library's private name (one leading underscore) reached from an imported module:
     ``torch.overrides._get_current_function_mode_stack``, ``torch.ops.aten._softmax``. Honest
     code uses libraries' public API; its own ``self._cache`` is not from an import."""
@@ -253,38 +262,48 @@ def _import_reach(node: ast.Import | ast.ImportFrom) -> str | None:
 
 def tampering(cells: Iterable[tuple[int, str]]) -> list[Finding]:
     """Code that reaches into the grader's machinery, per cell and line (a note, not a verdict)."""
-    findings = []
-    parsed = [(index, _parse(source)) for index, source in cells]
-    imported = _imported_names(tree for _, tree in parsed if tree is not None)
-    for index, tree in parsed:
-        if tree is None:
-            continue
-        parents = {
-            child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)
-        }
-        for node in ast.walk(tree):
-            what = None
-            if (reach := _kit_reach(node)) is not None and not isinstance(
-                parents.get(node), ast.Attribute
-            ):
-                what = f"reaches into {reach}"
-            elif isinstance(node, ast.Attribute) and node.attr in TAMPERING_ATTRIBUTES:
-                if not _honest_use(node, parents):
-                    what = TAMPERING_ATTRIBUTES[node.attr]
-            elif (name := _special_attribute(node)) is not None:
-                what = TAMPERING_ATTRIBUTES.get(name) or f"an object's internals ({name})"
-            elif (path := _private_reach(node, imported)) is not None and not isinstance(
-                parents.get(node), ast.Attribute
-            ):
-                what = f"a library's private API ({path})"
-            elif isinstance(node, ast.Import | ast.ImportFrom):
-                what = _import_reach(node)
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in ("__import__", "exec", "eval", "compile")
-            ):
-                what = f"calls {node.func.id}()"
-            if what is not None:
-                findings.append(Finding(index, getattr(node, "lineno", 0), what))
+    parsed = [(index, source, _parse(source)) for index, source in cells]
+    imported = frozenset(_imported_names(tree for _, _, tree in parsed if tree is not None))
+    findings = [
+        Finding(index, line, what)
+        for index, source, tree in parsed
+        if tree is not None
+        for line, what in _cell_tampering(source, imported)
+    ]
     return sorted(set(findings), key=lambda f: (f.cell, f.line, f.what))
+
+
+@functools.lru_cache(maxsize=256)
+def _cell_tampering(source: str, imported: frozenset[str]) -> tuple[tuple[int, str], ...]:
+    """(line, what) of each reach into the grader's machinery in one cell, given the names
+    the notebook's imports bind."""
+    tree = _parse(source)
+    assert tree is not None
+    findings = []
+    parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    for node in ast.walk(tree):
+        what = None
+        if (reach := _kit_reach(node)) is not None and not isinstance(
+            parents.get(node), ast.Attribute
+        ):
+            what = f"reaches into {reach}"
+        elif isinstance(node, ast.Attribute) and node.attr in TAMPERING_ATTRIBUTES:
+            if not _honest_use(node, parents):
+                what = TAMPERING_ATTRIBUTES[node.attr]
+        elif (name := _special_attribute(node)) is not None:
+            what = TAMPERING_ATTRIBUTES.get(name) or f"an object's internals ({name})"
+        elif (path := _private_reach(node, imported)) is not None and not isinstance(
+            parents.get(node), ast.Attribute
+        ):
+            what = f"a library's private API ({path})"
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            what = _import_reach(node)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("__import__", "exec", "eval", "compile")
+        ):
+            what = f"calls {node.func.id}()"
+        if what is not None:
+            findings.append((getattr(node, "lineno", 0), what))
+    return tuple(findings)

@@ -1,9 +1,10 @@
 """Run a hidden suite against one implementation and collect a verdict per test.
 
-The suites are ordinary pytest files. They receive two fixtures from
-:class:`SuitePlugin`: ``submission`` and ``reference``, both :class:`Subject` objects
-with a ``probe(exercise)`` method (see :class:`attnkit.probe.Probe`). Every test is
-tagged with the nbgrader grade id whose points it contributes to:
+The suites are ordinary pytest files, collected by pytest once per process
+(:func:`hidden_tests`). Each test takes ``submission`` and, if it compares, ``reference``:
+:class:`Subject` objects with a ``probe(exercise)`` method (see
+:class:`attnkit.probe.Probe`). Every test is tagged with the nbgrader grade id whose
+points it contributes to:
 
     @grade("test_softmax_values")
     def test_rows_sum_to_one(submission, reference): ...
@@ -17,9 +18,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import inspect
 import io
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,64 +86,52 @@ def verdict_for(exc: BaseException | None, isolated: bool = False) -> tuple[str,
     return ERROR, f"raised {message}", hint
 
 
-class SuitePlugin:
-    """Provides the fixtures, filters by grade id, and records one verdict per test."""
+@dataclass(frozen=True)
+class HiddenTest:
+    """One collected hidden test: its function, its parameters and its graded cell."""
 
-    def __init__(
-        self,
-        submission: Subject,
-        reference: Subject,
-        grade_ids: set[str] | None,
-        isolated: bool = False,
-    ) -> None:
-        self.isolated = isolated
-        self._submission = submission
-        self._reference = reference
-        self.grade_ids = grade_ids
-        self.verdicts: list[Outcome] = []
+    name: str
+    grade_id: str
+    function: Callable[..., Any]
+    params: Mapping[str, Any]
+    wants_reference: bool
 
-    @pytest.fixture
-    def submission(self) -> Subject:
-        return self._submission
+    def run(self, submission: Subject, reference: Subject) -> BaseException | None:
+        """Call the test; what it raised (None if it passed). KeyboardInterrupt, which
+        stops a grader, is not a verdict and goes through."""
+        subjects = {"submission": submission}
+        if self.wants_reference:
+            subjects["reference"] = reference
+        try:
+            self.function(**subjects, **self.params)
+        except (Exception, pytest.fail.Exception, pytest.skip.Exception) as exc:
+            return exc
+        return None
 
-    @pytest.fixture
-    def reference(self) -> Subject:
-        return self._reference
+
+class _Collector:
+    """A pytest plugin that keeps the collected items (run with ``--collect-only``)."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "grade_id(id): the graded cell a hidden test counts for")
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[Any]) -> None:
-        kept, dropped = [], []
-        for item in items:
-            marker = item.get_closest_marker("grade_id")
-            wanted = marker is not None and (
-                self.grade_ids is None or marker.args[0] in self.grade_ids
-            )
-            (kept if wanted else dropped).append(item)
-        items[:] = kept
-        if dropped:
-            config.hook.pytest_deselected(items=dropped)
+        self.items = list(items)
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: Any, call: Any):
-        outcome = yield
-        report = outcome.get_result()
-        failed_here = report.when == "call" or (report.when == "setup" and report.failed)
-        if not failed_here:
-            return
-        exc = call.excinfo.value if call.excinfo is not None else None
-        status, message, hint = verdict_for(exc, self.isolated)
-        grade_id = item.get_closest_marker("grade_id").args[0]
-        self.verdicts.append(Outcome("", item.name, status, message, hint, grade_id=grade_id))
+
+FIXTURES = frozenset({"submission", "reference"})
+"""The only fixtures a hidden test may ask for (parameters aside)."""
 
 
 def suite_arguments(slug: str) -> list[str]:
-    """pytest's command line for ``slug``'s hidden suite, quiet and without the plugins
-    that only add cost: the verdicts come from a :class:`SuitePlugin`."""
+    """pytest's command line for collecting ``slug``'s hidden suite, quiet and without the
+    plugins that only add cost."""
     suite = SUITES / f"test_{slug}.py"
-    # Plugins that only add cost here: the verdicts come from SuitePlugin, pytest's output is
-    # discarded, and unraisableexception runs gc.collect() twice per session.
+    # Plugins that only add cost here: pytest's output is discarded, and
+    # unraisableexception runs gc.collect() twice per session.
     quiet = [
         "no:cacheprovider",
         "no:unraisableexception",
@@ -152,9 +143,7 @@ def suite_arguments(slug: str) -> list[str]:
         "no:junitxml",
         "no:pastebin",
     ]
-    # --tb=no: pytest would otherwise format a traceback (reading source files) for every
-    # failing test, work the grader never uses.
-    args = [str(suite), "-q", "--tb=no", "--rootdir", str(SUITES), "-c", str(SUITES / "pytest.ini")]
+    args = [str(suite), "-q", "--rootdir", str(SUITES), "-c", str(SUITES / "pytest.ini")]
     for plugin_name in quiet:
         args += ["-p", plugin_name]
     return args
@@ -178,27 +167,60 @@ def no_plugin_autoload() -> Iterator[None]:
 AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 
 
-def run_suite(
-    impl: Implementation,
-    slug: str,
-    reference: Implementation,
-    grade_ids: set[str] | None = None,
-) -> list[Outcome]:
-    """Run ``slug``'s hidden suite against ``impl``; pytest's own output is discarded."""
-    isolated = not isinstance(getattr(impl, "inner", impl), LocalImplementation)
-    plugin = SuitePlugin(Subject(impl, slug), Subject(reference, slug), grade_ids, isolated)
-    args = suite_arguments(slug)
+@functools.cache
+def hidden_tests(slug: str) -> tuple[HiddenTest, ...]:
+    """``slug``'s hidden suite, collected by pytest once per process (parametrization and
+    markers as pytest reads them). Every submission then runs the same collected tests: a
+    pytest session per submission cost more than its tests. A test without a graded cell,
+    or that asks for a fixture the harness does not give, is a bug in the suite."""
+    collector = _Collector()
     with (
         contextlib.redirect_stdout(io.StringIO()),
         contextlib.redirect_stderr(io.StringIO()),
         no_plugin_autoload(),
     ):
-        code = pytest.main(args, plugins=[plugin])
-    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not plugin.verdicts:
-        raise RuntimeError(f"the hidden suite for {slug} did not run (pytest exit code {code})")
+        code = pytest.main([*suite_arguments(slug), "--collect-only"], plugins=[collector])
+    if code != pytest.ExitCode.OK or not collector.items:
+        raise RuntimeError(f"the hidden suite for {slug} did not collect (pytest exit code {code})")
+    tests = []
+    for item in collector.items:
+        marker = item.get_closest_marker("grade_id")
+        params = dict(getattr(getattr(item, "callspec", None), "params", {}))
+        wanted = set(inspect.signature(item.function).parameters) - set(params)
+        if marker is None or not wanted <= FIXTURES or "submission" not in wanted:
+            raise RuntimeError(
+                f"hidden test {item.nodeid} needs a grade_id mark and only the fixtures "
+                f"{sorted(FIXTURES)} (it asks for {sorted(wanted)})"
+            )
+        tests.append(
+            HiddenTest(item.name, marker.args[0], item.function, params, "reference" in wanted)
+        )
+    return tuple(tests)
+
+
+def run_suite(
+    impl: Implementation,
+    slug: str,
+    reference: Implementation,
+    grade_ids: set[str] | None = None,
+    first_failure: bool = False,
+) -> list[Outcome]:
+    """A verdict for each of ``slug``'s hidden tests (those of ``grade_ids``, when given)
+    against ``impl``; with ``first_failure``, the verdicts up to the first that does not
+    pass (mutation testing needs no more)."""
+    isolated = not isinstance(getattr(impl, "inner", impl), LocalImplementation)
+    submission, answers = Subject(impl, slug), Subject(reference, slug)
+    verdicts = []
+    for test in hidden_tests(slug):
+        if grade_ids is not None and test.grade_id not in grade_ids:
+            continue
+        status, message, hint = verdict_for(test.run(submission, answers), isolated)
+        verdicts.append(Outcome("", test.name, status, message, hint, grade_id=test.grade_id))
+        if first_failure and status != PASSED:
+            break
     if impl is reference or not isolated:
-        return plugin.verdicts
-    return [attribute_fault(v, slug, reference) for v in plugin.verdicts]
+        return verdicts
+    return [attribute_fault(v, slug, reference) for v in verdicts]
 
 
 CANNOT_READ = (

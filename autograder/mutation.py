@@ -4,12 +4,10 @@ For every exercise, :mod:`.mutation_operators` rewrites one node of the referenc
 time (a swapped axis, an off-by-one bound, ``triu`` for ``tril``, a dropped subtraction,
 an inverted mask, a different local returned ...). Each mutant is compiled in the
 reference module's globals, put in place of the reference in the lesson's namespace, and
-graded by the lesson's hidden suite: only the tests of the mutated exercise, in one
-pytest session per exercise with the ``submission`` fixture parametrized over the
-mutants (:class:`MutantsPlugin`, the harness's :class:`SuitePlugin` otherwise). A mutant
-is *killed* when any hidden test does not pass; a killed mutant's remaining tests are
-skipped. :func:`killed_by_run_suite` grades one mutant through
-:func:`attnkit_autograder.harness.run_suite` instead, the grader's own path.
+graded by the lesson's hidden suite through the grader's own
+:func:`attnkit_autograder.harness.run_suite`: only the tests of the mutated exercise. A
+mutant is *killed* when any hidden test does not pass; a killed mutant's remaining tests
+are not run.
 
 A survivor that agrees with the reference on fresh random inputs
 (:mod:`.mutation_inputs`) is listed as *likely equivalent*; :data:`KNOWN_EQUIVALENT`
@@ -21,21 +19,17 @@ suite.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import io
 import sys
 from dataclasses import dataclass, field
 from typing import Any
-
-import pytest
 
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.implementation import LocalImplementation
 from attnkit.outcome import PASSED
 from attnkit_solutions.exercises import declarations, reference_namespace, reference_object
 
-from .harness import Subject, SuitePlugin, reference_implementation, run_suite, suite_arguments
+from .harness import reference_implementation, run_suite
 from .mutation_equivalent import KNOWN_EQUIVALENT
 from .mutation_inputs import agrees
 from .mutation_operators import Mutant, mutants
@@ -81,35 +75,6 @@ def mutant_namespace(mutant: Mutant) -> dict[str, Any] | None:
 # -- grading mutants -------------------------------------------------------------------------------
 
 
-class MutantsPlugin(SuitePlugin):
-    """A :class:`SuitePlugin` whose ``submission`` is each of several implementations in
-    turn: every hidden test runs once per mutant, and ``killed`` collects the mutants that
-    failed one. Once a mutant is killed, its remaining tests are skipped."""
-
-    def __init__(self, subjects: dict[str, Subject], reference: Subject, grade_ids: set[str]):
-        super().__init__(next(iter(subjects.values())), reference, grade_ids)
-        self.subjects = subjects
-        self.killed: set[str] = set()
-
-    @pytest.fixture
-    def submission(self, request: pytest.FixtureRequest) -> Subject:
-        return self.subjects[request.param]
-
-    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
-        if "submission" in metafunc.fixturenames:
-            metafunc.parametrize("submission", list(self.subjects), indirect=True)
-
-    def pytest_runtest_setup(self, item: Any) -> None:
-        if item.callspec.params.get("submission") in self.killed:
-            pytest.skip("already killed")
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: Any, call: Any):
-        report = (yield).get_result()
-        if report.failed:
-            self.killed.add(item.callspec.params["submission"])
-
-
 def grade_ids(slug: str, exercise: str, only: set[str] | None = None) -> set[str]:
     """The graded cells of ``exercise`` (those in ``only``, when given)."""
     found = {cell.grade_id for cell in graded_cells(slug) if cell.exercise == exercise}
@@ -120,28 +85,19 @@ def killed_mutants(
     namespaces: dict[str, dict[str, Any]], slug: str, exercise: str, only: set[str] | None
 ) -> set[str]:
     """The keys of ``namespaces`` that the hidden tests of ``exercise`` (those of the
-    graded cells in ``only``, when given) fail, from one pytest session."""
+    graded cells in ``only``, when given) fail, each graded by the grader's own
+    :func:`run_suite` up to its first failing test."""
     wanted = grade_ids(slug, exercise, only)
-    if not wanted or not namespaces:
+    if not wanted:
         return set()
-    subjects = {k: Subject(LocalImplementation(ns, label=k), slug) for k, ns in namespaces.items()}
-    plugin = MutantsPlugin(subjects, Subject(reference_implementation(slug), slug), wanted)
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = pytest.main(suite_arguments(slug), plugins=[plugin])
-    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        raise RuntimeError(f"the hidden suite for {slug} did not run (pytest exit code {code})")
-    return plugin.killed
-
-
-def killed_by_run_suite(mutant: Mutant, only: set[str] | None = None) -> bool:
-    """Whether the grader's own :func:`run_suite` fails the mutant (one session for it)."""
-    namespace = mutant_namespace(mutant)
-    assert namespace is not None, "the mutant does not compile"
-    wanted = grade_ids(mutant.slug, mutant.exercise, only)
-    reference = reference_implementation(mutant.slug)
-    impl = LocalImplementation(namespace, label="mutant")
-    verdicts = run_suite(impl, mutant.slug, reference, grade_ids=wanted) if wanted else []
-    return any(v.status != PASSED for v in verdicts)
+    reference = reference_implementation(slug)
+    killed = set()
+    for key, namespace in namespaces.items():
+        impl = LocalImplementation(namespace, label=key)
+        verdicts = run_suite(impl, slug, reference, grade_ids=wanted, first_failure=True)
+        if any(v.status != PASSED for v in verdicts):
+            killed.add(key)
+    return killed
 
 
 def exercises(slug: str) -> list[str]:

@@ -39,6 +39,7 @@ from typing import Any
 
 from .bwrap import find_bubblewrap
 from .sandbox_layout import (
+    WORKER_ENVIRONMENT,
     SandboxSettings,
     SandboxUnavailable,
     bootstrap_code,
@@ -308,10 +309,7 @@ def _fds(*fds: int) -> bytes:
 
 def _plain_environment(settings: SandboxSettings) -> dict[str, str]:
     return {
-        "PATH": "/usr/bin:/bin",
-        "LANG": "C.UTF-8",
-        "OMP_NUM_THREADS": "1",
-        "MPLBACKEND": "Agg",
+        **WORKER_ENVIRONMENT,
         **({"ATTNKIT_VERDICT": settings.verdict} if settings.verdict else {}),
         **settings.extra_env,
     }

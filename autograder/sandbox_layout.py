@@ -157,14 +157,23 @@ def _kit_binds(read_only: list[str]) -> list[str]:
     return args
 
 
+WORKER_ENVIRONMENT = {
+    "PATH": "/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+    "MPLBACKEND": "Agg",
+    # PyTorch backs tensors of 2 MiB and more with huge pages: a lesson's embedding table
+    # (50,257 x 256 floats) then costs a few page faults instead of twelve thousand.
+    "THP_MEM_ALLOC_ENABLE": "1",
+}
+"""The environment every sandboxed process starts from, whichever the isolation."""
+
+
 def _environment(settings: SandboxSettings) -> list[str]:
     """The whole environment inside (bwrap clears the grader's), and the lesson text."""
     environment = {
-        "PATH": "/usr/bin:/bin",
-        "LANG": "C.UTF-8",
+        **WORKER_ENVIRONMENT,
         "HOME": "/tmp",
-        "OMP_NUM_THREADS": "1",
-        "MPLBACKEND": "Agg",
         "MPLCONFIGDIR": "/tmp/.matplotlib",
         "IPYTHONDIR": "/tmp/.ipython",
         **settings.extra_env,
