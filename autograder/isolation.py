@@ -135,8 +135,14 @@ class IsolatedSubmission:
         sandbox: SandboxSettings | None = None,
         watch: tuple[str, ...] = (),
         label: str = "submission",
+        shared: tuple[dict[str, Any], ...] = (),
     ) -> None:
         self.cells = cells
+        self.shared = shared
+        """The lesson's released cells the sandbox may compute once (see shared_cells)."""
+        self.offered: frozenset[str] = frozenset()
+        self.shared_cells: list[int] = []
+        """Cells whose results the worker took from the sandbox's one run (first run)."""
         self.label = label
         self.call_timeout = call_timeout
         self.cell_timeout = cell_timeout
@@ -237,8 +243,12 @@ class IsolatedSubmission:
             # time is given back to the submission's budget.
             started = time.monotonic()
             self._zygote = shared_zygote(self.settings)
-            if self._zygote.started_at >= started:
-                self.deadline += time.monotonic() - started
+            restarted = self._zygote.started_at >= started
+            computed = time.monotonic()
+            self.offered = self._zygote.share(self.shared)  # the grader's cost, too
+            if restarted:
+                computed = started
+            self.deadline += time.monotonic() - computed
             requests, replies = self._zygote.spawn(self._limits())
         except SandboxDied as exc:
             discard_zygote()
@@ -276,6 +286,7 @@ class IsolatedSubmission:
             "timeout": limit,
             # A graded check cell is not run: the worker only notes what is live there.
             "skip": cell.is_check_cell,
+            "shared": cell.source in self.offered,
         }
         try:
             reply = self._exchange(request, limit + 2.0, f"running code cell {cell.index}")
@@ -289,6 +300,8 @@ class IsolatedSubmission:
             self.thread_cells.add(cell.index)
         if isinstance(threads, int) and not isinstance(threads, bool):
             self.threads = threads
+        if isinstance(reported, dict) and reported.get("shared") is True and not self.notes_taken:
+            self.shared_cells.append(cell.index)
         if not isinstance(reported, dict) or reported.get("status") not in ("error", "timeout"):
             return None
         if reported.get("status") == "timeout":

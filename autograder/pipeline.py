@@ -31,6 +31,13 @@ from .results import sha256_file
 from .rubric import graded_cells
 from .sandbox import level_of
 from .scoring import better_of, score_cells
+from .shared_cells import shareable_cells
+
+SHARED_WHY = (
+    "released cells, unchanged, that call none of the submission's code: computed once by "
+    "the sandbox, and handed over only while every module, function and default they read "
+    "was still the one they were computed with"
+)
 
 
 @dataclass(frozen=True)
@@ -138,6 +145,7 @@ def open_sandbox(grading: Grading) -> IsolatedSubmission:
         sandbox=settings.sandbox_settings(),
         watch=tuple(e.name for e in ASSIGNMENTS[grading.slug].exercises),
         label=grading.submission.key,
+        shared=shareable_cells(grading.slug),
     )
 
 
@@ -198,6 +206,8 @@ def run_in_sandbox(grading: Grading) -> None:
     grading.cell_failures = impl.cell_failures
     grading.notes = impl.notes
     grading.run = {"workers_started": impl.spawned, "sandbox": impl.sandbox}
+    if impl.shared_cells:
+        grading.run["shared_cells"] = {"cells": impl.shared_cells, "why": SHARED_WHY}
 
 
 def refuse_grader_faults(grading: Grading) -> None:

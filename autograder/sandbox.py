@@ -52,6 +52,8 @@ from .sandbox_layout import (
 from .sandbox_user import check_sandbox_user, end_everything_of, public_path, setpriv_prefix
 
 START_TIMEOUT = 120.0
+SHARE_TIMEOUT = 90.0
+"""Seconds the zygote may take to compute a lesson's shareable cells (twice each)."""
 CONTROL_TIMEOUT = 15.0
 
 
@@ -115,6 +117,8 @@ class Zygote:
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._scratch: str | None = None
         self._public: str | None = None
+        self.offered: set[str] = set()
+        """Released cells sent to the zygote to compute once (see :meth:`share`)."""
         command = self._command(settings, theirs.fileno())
         self.started_at = time.monotonic()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the sandbox
@@ -237,6 +241,24 @@ class Zygote:
             os.close(reply_read)
             raise SandboxDied("the sandbox could not start a worker")
         return request_write, reply_read
+
+    def share(self, cells: tuple[dict[str, Any], ...]) -> frozenset[str]:
+        """Have the zygote compute these released cells once (see
+        attnkit_autograder.shared_cells), each at most once per sandbox; the sources
+        offered so far. Whether a cell can be shared the zygote decides, and a worker
+        runs any other as usual. Raises SandboxDied if the zygote does not answer."""
+        new = [cell for cell in cells if cell["source"] not in self.offered]
+        if new:
+            self.wait_ready()
+            try:
+                self.control.sendmsg([json.dumps({"op": "share", "cells": new}).encode()])
+                answer = self._receive(SHARE_TIMEOUT)
+            except OSError as exc:
+                raise SandboxDied(f"the sandbox is gone ({exc})") from None
+            if not isinstance(answer.get("shareable"), int):
+                raise SandboxDied("the sandbox did not answer a request to share cells")
+            self.offered |= {cell["source"] for cell in new}
+        return frozenset(self.offered)
 
     def reset(self, grace: float = 0.0) -> list[WorkerEnd]:
         """Kill every worker and empty /tmp; how each worker since the last reset ended.

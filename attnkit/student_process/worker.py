@@ -209,6 +209,7 @@ class Worker:
 
     def run_cell(self, request: dict[str, Any]) -> dict[str, Any]:
         from ..notebook_code import Cell, run_cell
+        from .shared_cells import SHARED, hand_over
 
         cell = Cell(int(request["index"]), str(request["source"]), request.get("grade_id"))
         watch = tuple(request.get("watch", ()))
@@ -218,6 +219,10 @@ class Worker:
             }
         if request.get("skip"):
             return {"status": "ok", "error_type": "", "message": "", "line": None}
+        shared = SHARED.get(cell.source) if request.get("shared") else None
+        if shared is not None and hand_over(shared, self.run.namespace):
+            return {"status": "ok", "error_type": "", "message": "", "line": None,
+                    "threads": other_tasks(), "shared": True}  # fmt: skip
         outcome = run_cell(self.shell, cell, request.get("timeout"))
         return {
             "status": outcome.status,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import array
 import contextlib
+import gc
 import json
 import os
 import shutil
@@ -38,6 +39,7 @@ import sys
 import time
 from typing import Any
 
+from .shared_cells import share
 from .worker import SCRATCH_MOUNTS, Worker, confine, set_not_dumpable, write_frame
 
 
@@ -219,8 +221,6 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3, own_user: bool = False) -
     preload()
     # Move everything loaded so far out of the collector's reach: otherwise each worker's
     # first collections write to every object's header, copying the zygote's pages.
-    import gc
-
     gc.collect()
     gc.freeze()
     set_not_dumpable()
@@ -238,6 +238,15 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3, own_user: bool = False) -
             request, fds = receive_spawn(control)
         except (EOFError, OSError, ValueError):
             os._exit(0)
+        if request.get("op") == "share":
+            for fd in fds:
+                os.close(fd)
+            cells = request.get("cells")
+            mounts = SCRATCH_MOUNTS if os.getpid() == 1 else (scratch,)
+            shareable = share(cells if isinstance(cells, list) else [], mounts)
+            gc.freeze()  # the shared results join what workers never collect
+            control.sendall(json.dumps({"shareable": len(shareable)}).encode())
+            continue
         if request.get("op") == "reset":
             for fd in fds:
                 os.close(fd)
