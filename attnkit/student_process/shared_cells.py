@@ -2,10 +2,10 @@
 
 Some of a lesson's own cells compute the same thing for every student: lesson 2's data cell
 tokenises the story and draws a 50,257 x 256 embedding table, half the time its notebook
-takes. The grader names such cells (:mod:`attnkit_autograder.shared_cells`): released cells
-that read nothing but modules the lesson's setup imports and builtins. The zygote runs each
-once (:func:`compute`), before any worker exists, and every worker forked afterwards holds
-the results, copy-on-write: what one submission does to them never reaches another.
+takes. The grader names such cells: released cells that read nothing but modules the
+lesson's setup imports and builtins. The zygote runs each once (:func:`compute`), before any
+worker exists, and every worker forked afterwards holds the results, copy-on-write: what one
+submission does to them never reaches another.
 
 When a submission reaches such a cell unchanged, its worker binds the shared results in
 place of running the cell (:func:`hand_over`), but only after checking, at that moment,
@@ -221,6 +221,37 @@ def _resolve(module: str, attribute: str | None) -> Any:
     return getattr(loaded, attribute, _MISSING)
 
 
+Run = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
+"""One run of a cell: the random state before, the random state after, what it bound."""
+
+
+def _run_twice(
+    code: Any, namespace: dict[str, Any], scratch: tuple[str, ...], timeout: float
+) -> tuple[Run, Run] | None:
+    """The cell run from two different random states, if both gave the same values,
+    changed no global default and wrote no file. This process's random state is left as
+    it was."""
+    saved, defaults, files = _random_state(), global_defaults(), _files(scratch)
+    runs = []
+    try:
+        for seed in (1, 2):
+            _seed_all(seed)
+            before = _random_state()
+            run = {**namespace, "__builtins__": builtins, "__name__": "__main__"}
+            with contextlib.redirect_stdout(io.StringIO()), _deadline(timeout):
+                exec(code, run)
+            bound = {k: v for k, v in run.items() if k not in namespace and not k.startswith("__")}
+            runs.append((before, _random_state(), bound))
+        same_values = value_bytes(runs[0][2]) == value_bytes(runs[1][2])
+    except BaseException:  # anything the cell raises, or values that do not pickle
+        return None
+    finally:
+        _set_random_state(saved)
+    if not same_values or global_defaults() != defaults or _files(scratch) != files:
+        return None
+    return runs[0], runs[1]
+
+
 def compute(
     source: str, modules: dict[str, str], scratch: tuple[str, ...] = (), timeout: float = 30.0
 ) -> SharedCell | None:
@@ -241,24 +272,8 @@ def compute(
     missing = [n for n in reads.free - set(namespace) if not hasattr(builtins, n)]
     if missing or not all(isinstance(m, types.ModuleType) for m in namespace.values()):
         return None
-    code = compile(source, "<shared cell>", "exec")
-    saved, defaults, files = _random_state(), global_defaults(), _files(scratch)
-    runs = []
-    try:
-        for seed in (1, 2):
-            _seed_all(seed)
-            before = _random_state()
-            run = {**namespace, "__builtins__": builtins, "__name__": "__main__"}
-            with contextlib.redirect_stdout(io.StringIO()), _deadline(timeout):
-                exec(code, run)
-            bound = {k: v for k, v in run.items() if k not in namespace and not k.startswith("__")}
-            runs.append((before, _random_state(), bound))
-        same_values = value_bytes(runs[0][2]) == value_bytes(runs[1][2])
-    except BaseException:  # anything the cell raises, or values that do not pickle
-        return None
-    finally:
-        _set_random_state(saved)
-    if not same_values or global_defaults() != defaults or _files(scratch) != files:
+    runs = _run_twice(compile(source, "<shared cell>", "exec"), namespace, scratch, timeout)
+    if runs is None:
         return None
     (before1, after1, bindings), (before2, after2, _) = runs
     seeded = {}
@@ -281,7 +296,7 @@ def compute(
         ("module", module, attribute, _resolve(module, attribute))
         for module, attribute in sorted(reads.imports, key=str)
     ]
-    return SharedCell(bindings, seeded, tuple(watched), defaults)
+    return SharedCell(bindings, seeded, tuple(watched), global_defaults())
 
 
 def hand_over(shared: SharedCell, namespace: dict[str, Any]) -> bool:

@@ -214,6 +214,25 @@ def reset(
     return report
 
 
+def answer_share(
+    request: dict[str, Any], scratch: str, children: dict[int, int], own_user: bool
+) -> dict[str, Any]:
+    """Compute the released cells the grader sends, once each (see shared_cells)."""
+    cells = request.get("cells")
+    mounts = SCRATCH_MOUNTS if os.getpid() == 1 else (scratch,)
+    shareable = share(cells if isinstance(cells, list) else [], mounts)
+    gc.freeze()  # the shared results join what workers never collect
+    return {"shareable": len(shareable)}
+
+
+def answer_reset(
+    request: dict[str, Any], scratch: str, children: dict[int, int], own_user: bool
+) -> dict[str, Any]:
+    grace = request.get("grace", 0.0)
+    ended = reset(scratch, children, grace if isinstance(grace, float) else 0.0, own_user)
+    return {"clean": True, "ended": ended}
+
+
 def zygote(scratch: str = "/tmp", control_fd: int = 3, own_user: bool = False) -> None:
     children: dict[int, int] = {}  # worker pid -> its CPU limit
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -238,21 +257,13 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3, own_user: bool = False) -
             request, fds = receive_spawn(control)
         except (EOFError, OSError, ValueError):
             os._exit(0)
-        if request.get("op") == "share":
+        if request.get("op") in ("share", "reset"):
             for fd in fds:
                 os.close(fd)
-            cells = request.get("cells")
-            mounts = SCRATCH_MOUNTS if os.getpid() == 1 else (scratch,)
-            shareable = share(cells if isinstance(cells, list) else [], mounts)
-            gc.freeze()  # the shared results join what workers never collect
-            control.sendall(json.dumps({"shareable": len(shareable)}).encode())
-            continue
-        if request.get("op") == "reset":
-            for fd in fds:
-                os.close(fd)
-            grace = request.get("grace", 0.0)
-            ended = reset(scratch, children, grace if isinstance(grace, float) else 0.0, own_user)
-            control.sendall(json.dumps({"clean": True, "ended": ended}).encode())
+            answer = (answer_share if request["op"] == "share" else answer_reset)(
+                request, scratch, children, own_user
+            )
+            control.sendall(json.dumps(answer).encode())
             continue
         if len(fds) != 2:
             for fd in fds:
