@@ -27,6 +27,7 @@ values into them by those names before the forward pass.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -55,9 +56,9 @@ def lookup(ns: Namespace, name: str) -> Any:
 
 def describe(obj: Any) -> dict[str, Any]:
     """A plain description of a value an implementation returned."""
-    import torch
+    torch = sys.modules.get("torch")  # a tensor exists only once PyTorch is loaded
 
-    if isinstance(obj, torch.Tensor):
+    if torch is not None and isinstance(obj, torch.Tensor):
         data = obj.detach().cpu()
         if data.dtype == torch.bfloat16:
             data = data.float()
@@ -221,9 +222,8 @@ def _copy_array(value: Any) -> Any:
 
 
 def _plain_array(value: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
         return value.detach().numpy().copy()
     if isinstance(value, np.ndarray):
         return np.array(value, copy=True)

@@ -171,7 +171,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if all(outcomes) else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
+PUBLIC_COMMANDS = ("data", "check")
+"""The student commands, which this package defines itself."""
+
+
+def build_parser(extensions: bool = True) -> argparse.ArgumentParser:
+    """The command line; with ``extensions`` False, the student commands only."""
     parser = argparse.ArgumentParser(
         prog="attnkit",
         description="attention-kit: exercises, self-checks and a grader for self-attention.",
@@ -211,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=cmd_check)
 
-    for extension in command_extensions():
+    for extension in command_extensions() if extensions else ():
         extension(commands)
     return parser
 
@@ -244,8 +249,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run its command; everything it prints goes through
     :func:`attnkit.terminal.printable_output` (see :func:`main`)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # A student command never loads the instructor's: `attnkit check` starts in a blink.
+    parser = build_parser(extensions=not (words and words[0] in PUBLIC_COMMANDS))
+    args = parser.parse_args(words)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

@@ -17,7 +17,6 @@ static scan (:mod:`attnkit.scan`) notes for the instructor.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -64,11 +63,23 @@ FAMILIES: dict[str, tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]] = {
 }  # fmt: skip
 
 
-@functools.cache
-def _resolve(path: str) -> Any:
-    import importlib
+_RESOLVED: dict[str, Any] = {}
 
+
+def _resolve(path: str) -> Any:
+    """The function ``path`` names, if its library is loaded (None otherwise).
+
+    A library is watched once something has loaded it: in the grading sandbox the zygote
+    loads PyTorch before any submission runs, so every call is watched there; a student's
+    own check of a NumPy lesson does not load PyTorch just to watch it."""
+    import importlib
+    import sys
+
+    if path in _RESOLVED:
+        return _RESOLVED[path]
     parts = path.split(".")
+    if parts[0] not in sys.modules:
+        return None
     for split in range(len(parts) - 1, 0, -1):
         try:
             owner: Any = importlib.import_module(".".join(parts[:split]))
@@ -78,6 +89,7 @@ def _resolve(path: str) -> Any:
             owner = getattr(owner, part, None)
             if owner is None:
                 return None
+        _RESOLVED[path] = owner
         return owner
     return None
 
@@ -95,6 +107,12 @@ def _where() -> str:
             return f" (code cell {cell}, line {frame.f_lineno})"
         frame = frame.f_back
     return ""
+
+
+def _torch_loaded() -> bool:
+    import sys
+
+    return "torch" in sys.modules
 
 
 class Recorder:
@@ -128,9 +146,11 @@ class Recorder:
             if target is not None:
                 self.functions[target] = path
         self._modes: list[Any] = []
+        self._watching = False
+        """Whether the modes were entered (PyTorch was loaded): the canaries need them."""
 
     def __enter__(self) -> Recorder:
-        if not self.kernels and not self.functions:
+        if not (self.kernels or self.functions) or not _torch_loaded():
             return self
         from torch.overrides import TorchFunctionMode
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -163,6 +183,7 @@ class Recorder:
                 return func(*args, **(kwargs or {}))
 
         self._modes = [Functions(), Kernels()]
+        self._watching = True
         for mode in self._modes:
             mode.__enter__()
         return self
@@ -179,8 +200,8 @@ class Recorder:
         """Make one forbidden call the recorder must see at both levels (and keeps out of
         ``used``). Made before and after the exercise runs: a recorder that code switched
         off, replaced or popped from PyTorch's mode stacks misses the second one."""
-        if not (self.kernels or self.patterns):
-            return
+        if not (self.kernels or self.patterns) or not self._watching:
+            return  # nothing to watch, or PyTorch was not loaded when the exercise started
         import torch
 
         self.canaries["asked"] += 1
