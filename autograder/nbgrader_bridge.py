@@ -27,6 +27,8 @@ from .harness import PASSED, reference_implementation, run_suite
 
 
 def run_hidden_tests(slug: str, grade_id: str, namespace: dict[str, Any]) -> None:
+    import torch  # noqa: F401  (loaded, so the recorder watches PyTorch even in lesson 1)
+
     # nbgrader fails any graded cell that writes to stderr, so a harmless warning from a
     # correct answer (an overflow in a demo, a deprecation) would cost full points.
     with (

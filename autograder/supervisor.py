@@ -185,7 +185,12 @@ class Supervisor:
     """Why no more work is handed out (the disk is full): the rest is listed as lost."""
 
     def __post_init__(self) -> None:
-        self.context = multiprocessing.get_context("spawn")
+        # Graders are forked from one server that has loaded what every grader needs
+        # (PyTorch, the pipeline): paid once for the run instead of once per grader, and
+        # those pages are shared. The server is a fresh process, not this one: nothing of
+        # the coordinating process (its threads, its open files) reaches a grader.
+        self.context = multiprocessing.get_context("forkserver")
+        self.context.set_forkserver_preload(["torch", "attnkit_autograder.pipeline"])
         self.waiting.extend(range(len(self.todo)))
 
     def start_grader(self) -> None:

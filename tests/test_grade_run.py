@@ -306,20 +306,23 @@ def test_two_runs_at_once_on_different_outs_both_complete(tmp_path: Path) -> Non
     assert levels == {"bubblewrap"}
 
 
-def graders_of(pid: int) -> list[int]:
-    """The grader processes a run started (multiprocessing's spawned children)."""
+def children_of(pid: int) -> list[int]:
     try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except OSError:
         return []
+
+
+def graders_of(pid: int) -> list[int]:
+    """The grader processes a run started: the children of its forkserver."""
     found = []
-    for child in map(int, children):
+    for child in children_of(pid):
         try:
             command = Path(f"/proc/{child}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"spawn_main" in command:
-            found.append(child)
+        if b"forkserver" in command:
+            found += children_of(child)
     return found
 
 
