@@ -52,30 +52,47 @@ class LocalImplementation:
         return call_recorded(self.namespace, adapter, forbidden, kwargs)
 
 
-def call_recorded(
-    namespace: Mapping[str, Any],
-    adapter: str,
-    forbidden: Iterable[str],
-    kwargs: Mapping[str, Any],
-    alone: Callable[[], str | None] | None = None,
-) -> dict[str, Any]:
-    """Call ``adapter`` on ``namespace`` while the forbidden-call recorder watches: the one
-    place student code is called, here and in the sandboxed worker.
+def recorded_caller() -> Callable[..., dict[str, Any]]:
+    """:func:`call_recorded` with the recorder and the adapters it uses bound now.
 
-    The result lists the forbidden calls seen (``forbidden_used``) and, when the recorder's
-    findings cannot be trusted, why (``forbidden_unverified``): it missed one of the canary
-    calls made before and after the exercise, or ``alone()`` says another thread could have
-    run code it does not see.
-    """
-    with Recorder(forbidden) as recorder:
-        recorder.canary()
-        result = ADAPTERS[adapter](namespace, **kwargs)
-        recorder.canary()
-    result["forbidden_used"] = list(recorder.used)
-    reason = recorder.unverified() or (alone() if alone and forbidden else None)
-    if reason:
-        result["forbidden_unverified"] = reason
-    return result
+    The sandboxed worker takes its caller before any student code runs: replacing
+    ``call_recorded``, ``Recorder``'s methods or an adapter in their modules afterwards
+    changes nothing it calls. (Code that digs out the worker's own objects can still
+    forge what the worker reports; the scan notes such digging for the instructor.)"""
+    recorder_class = type("Recorder", (Recorder,), {
+        k: v for k, v in vars(Recorder).items() if not k.startswith("__") or callable(v)
+    })  # fmt: skip
+    adapters = dict(ADAPTERS)
+
+    def call(
+        namespace: Mapping[str, Any],
+        adapter: str,
+        forbidden: Iterable[str],
+        kwargs: Mapping[str, Any],
+        alone: Callable[[], str | None] | None = None,
+    ) -> dict[str, Any]:
+        """Call ``adapter`` on ``namespace`` while the forbidden-call recorder watches: the
+        one place student code is called, here and in the sandboxed worker.
+
+        The result lists the forbidden calls seen (``forbidden_used``) and, when the
+        recorder's findings cannot be trusted, why (``forbidden_unverified``): it missed one
+        of the canary calls made before and after the exercise, or ``alone()`` says another
+        thread could have run code it does not see.
+        """
+        with recorder_class(forbidden) as recorder:
+            recorder.canary()
+            result = adapters[adapter](namespace, **kwargs)
+            recorder.canary()
+        result["forbidden_used"] = list(recorder.used)
+        reason = recorder.unverified() or (alone() if alone and forbidden else None)
+        if reason:
+            result["forbidden_unverified"] = reason
+        return result
+
+    return call
+
+
+call_recorded = recorded_caller()
 
 
 # -- recording: what the checks asked, and what came back -----------------------------------

@@ -232,6 +232,48 @@ def _private_reach(node: ast.AST, imported: frozenset[str]) -> str | None:
     return ".".join(path) if path is not None and path[0] in imported else None
 
 
+ATTRIBUTE_CALLS = ("getattr", "setattr", "delattr", "hasattr", "vars")
+
+
+def _computed_reach(node: ast.AST, imported: frozenset[str]) -> str | None:
+    """An imported module's attribute named at run time (``getattr(importlib, "import_"
+    + "module")``, ``vars(torch)[name]``): how a literal name the scan knows is hidden."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ATTRIBUTE_CALLS
+        and node.args
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id in imported
+    ):
+        return None
+    if node.func.id != "vars" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+        return None
+    return f"a module's attribute named at run time ({node.func.id}({node.args[0].id}, ...))"
+
+
+def _folded_string(node: ast.AST) -> str | None:
+    """The value of a string literal, or of literals joined by ``+`` (``"attn" + "kit"``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _folded_string(node.left), _folded_string(node.right)
+        if left is not None and right is not None:
+            return left + right
+    return None
+
+
+def _kit_named(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str | None:
+    """A string that names one of the kit's modules (``"attnkit.implementation"``): a
+    module that code loads by name is not in any import the scan reads."""
+    if isinstance(parents.get(node), ast.BinOp):
+        return None  # the whole expression is read where it starts
+    text = _folded_string(node)
+    if text is None or "attnkit." not in text:
+        return None
+    return f"names the kit's module {text[text.index('attnkit.') :][:40]!r} in a string"
+
+
 def _import_reach(node: ast.Import | ast.ImportFrom) -> str | None:
     """What an import statement reaches of the grader's machinery, if anything."""
     names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
@@ -298,6 +340,8 @@ def _cell_tampering(source: str, imported: frozenset[str]) -> tuple[tuple[int, s
             what = f"a library's private API ({path})"
         elif isinstance(node, ast.Import | ast.ImportFrom):
             what = _import_reach(node)
+        elif (reach := _computed_reach(node, imported) or _kit_named(node, parents)) is not None:
+            what = reach
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)

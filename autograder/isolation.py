@@ -33,7 +33,14 @@ from attnkit.implementation import bounded_message
 from attnkit.notebook_code import Cell, CellOutcome
 from attnkit.student_process.wire import HEADER, WireError, decode, encode
 
-from .sandbox import SandboxDied, SandboxSettings, WorkerEnd, discard_zygote, shared_zygote
+from .sandbox import (
+    STOP_REASONS,
+    SandboxDied,
+    SandboxSettings,
+    WorkerEnd,
+    discard_zygote,
+    shared_zygote,
+)
 
 MAX_FRAME_BYTES = 32 * 1024**2
 MAX_SUBMISSION_BYTES = 128 * 1024**2
@@ -167,6 +174,8 @@ class IsolatedSubmission:
         self.timed_out: set[str] = set()
         self.endings: list[WorkerEnd] = []
         """How each worker ended, as the zygote reported it at each reset."""
+        self.stop_reason: str | None = None
+        """Why the sandbox itself stopped the last worker, if it did (see STOP_REASONS)."""
         self._allowance = [MAX_SUBMISSION_BYTES]
         self._channel: Channel | None = None
         self._zygote: Any = None
@@ -218,10 +227,13 @@ class IsolatedSubmission:
                     continue
             except _CellStopped as stopped:
                 # The worker could not stop this cell itself (or the cell killed its own
-                # process): start again without it.
+                # process, or the sandbox stopped it): start again without it.
                 self.stopped_cells.add(stopped.cell)
-                self.stop_notes.append(stopped.note)
                 self._stop_worker()
+                note = stopped.note
+                if self.stop_reason:
+                    note = f"code cell {stopped.cell}: {self.stop_reason}; it was skipped"
+                self.stop_notes.append(note)
                 continue
             if not self.notes_taken:
                 self.notes = self.stop_notes + notes
@@ -343,7 +355,11 @@ class IsolatedSubmission:
             try:
                 # A worker whose pipes closed is dying: let it end by itself, so the zygote
                 # reports what killed it rather than killing it itself.
-                self.endings += self._zygote.reset(grace=0.5 if self._crashed else 0.0)
+                ended = self._zygote.reset(grace=0.5 if self._crashed else 0.0)
+                self.endings += ended
+                self.stop_reason = next(
+                    (STOP_REASONS[end.stopped] for end in ended if end.stopped), None
+                )
             except SandboxDied:
                 killed = self._zygote.killed_by()
                 if killed is not None:
@@ -414,9 +430,9 @@ class IsolatedSubmission:
             self.timed_out.add(target)
             self._stop_worker()
             raise
-        except WorkerCrashed:
+        except WorkerCrashed as crashed:
             self._stop_worker()
-            raise
+            raise WorkerCrashed(self.stop_reason or str(crashed)) from None
         if "error" in reply:
             raise raised_in_submission(reply["error"])
         try:

@@ -61,6 +61,13 @@ class SandboxDied(Exception):
     """The sandbox's zygote stopped answering (the grader starts a new one)."""
 
 
+STOP_REASONS = {
+    "files": "the sandbox stopped the submission's process: it made more than 20,000 files "
+    "in /tmp and /dev/shm, which costs the grading machine memory that no limit counts",
+}
+"""Why the sandbox's zygote stops a worker itself (see attnkit.student_process.zygote)."""
+
+
 @dataclass(frozen=True)
 class WorkerEnd:
     """How one worker ended, as the zygote (the grader's side of the sandbox, which no
@@ -72,6 +79,8 @@ class WorkerEnd:
     cpu_limit: int
     by_sandbox: bool
     """The reset killed it (the grader was done with it, or stopped it)."""
+    stopped: str | None = None
+    """Why the sandbox stopped it while it ran (a key of STOP_REASONS), if it did."""
 
     @classmethod
     def parse(cls, data: dict[str, Any]) -> WorkerEnd:
@@ -85,6 +94,7 @@ class WorkerEnd:
             cpu_seconds=float(number("cpu_seconds") or 0.0),
             cpu_limit=int(number("cpu_limit") or 0),
             by_sandbox=data.get("by_sandbox") is True,
+            stopped=data["stopped"] if data.get("stopped") in STOP_REASONS else None,
         )
 
     def killed_from_outside(self) -> bool:

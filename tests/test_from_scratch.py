@@ -22,6 +22,21 @@ EVASIONS = {
     "private": "return torch._softmax(x, dim, False)",
     "aten": "return torch.ops.aten._softmax(x, dim, False)",
     "string": "return getattr(torch, 'soft' + 'max')(x, dim)",
+    # One query over n keys with identity values: the fused attention kernel's weights
+    # are softmax(x), whatever name the kernel has.
+    "attention": (
+        "n = x.shape[dim]\n"
+        "flat = x.movedim(dim, -1).reshape(-1, n)\n"
+        "rows = flat.shape[0]\n"
+        "q = torch.zeros(rows, 1, 1, n, dtype=x.dtype)\n"
+        "q[..., 0] = 1\n"
+        "k = torch.zeros(rows, 1, n, n, dtype=x.dtype)\n"
+        "k[:, 0, :, 0] = flat\n"
+        "v = torch.eye(n, dtype=x.dtype).expand(rows, 1, n, n).contiguous()\n"
+        "attend = getattr(torch.nn.functional, 'scaled_dot_' + 'product_attention')\n"
+        "out = attend(q, k, v, scale=1.0).reshape(flat.shape)\n"
+        "return out.reshape(x.movedim(dim, -1).shape).movedim(-1, dim)"
+    ),
 }
 OWN_SDPA = '''\
 def scaled_dot_product_attention(q, k, v):
@@ -61,8 +76,10 @@ def test_every_way_to_reach_the_softmax_kernel_is_forbidden(tmp_path, evasion) -
     assert values["status"] == "forbidden", values
     assert values["points"] == 0
     assert "softmax" in values["message"] and "code cell" in values["message"]
-    # The other exercises call the student's softmax, which is theirs to call.
-    assert cell(record, "test_v1_forward")["status"] == "passed"
+    # The other exercises call the student's softmax, which is theirs to call (unless it
+    # runs an attention kernel, which they may not run either).
+    expected = "forbidden" if evasion == "attention" else "passed"
+    assert cell(record, "test_v1_forward")["status"] == expected
 
 
 def test_a_name_in_the_source_alone_costs_nothing_but_is_noted(tmp_path) -> None:

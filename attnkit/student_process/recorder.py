@@ -51,15 +51,22 @@ SOFTMAX_PATTERNS = ("softmax",)
 variant: dense, log, masked, sparse, safe, special, or one PyTorch adds later."""
 ATTENTION_PATTERNS = ("attention", "sdpa", "multi_head", "transformer_encoder", "_safe_softmax")
 """The same for attention: any fused attention kernel, named or not yet named here."""
+# A fused attention kernel computes a softmax in one step too (one query over n keys,
+# with identity values, returns softmax of the keys' scores): where a softmax is to be
+# written by hand, every attention kernel is forbidden with it.
+SOFTMAX_FAMILY = (
+    SOFTMAX_FUNCTIONS + ATTENTION_FUNCTIONS,
+    SOFTMAX_KERNELS | ATTENTION_KERNELS,
+    SOFTMAX_PATTERNS + ATTENTION_PATTERNS,
+)
+ATTENTION_FAMILY = (ATTENTION_FUNCTIONS, ATTENTION_KERNELS, ATTENTION_PATTERNS)
 FAMILIES: dict[str, tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]] = {
-    "torch.softmax": (SOFTMAX_FUNCTIONS, SOFTMAX_KERNELS, SOFTMAX_PATTERNS),
-    "torch.nn.functional.softmax": (SOFTMAX_FUNCTIONS, SOFTMAX_KERNELS, SOFTMAX_PATTERNS),
-    "torch.Tensor.softmax": (SOFTMAX_FUNCTIONS, SOFTMAX_KERNELS, SOFTMAX_PATTERNS),
-    "scipy.special.softmax": ((), frozenset(), ()),
-    "torch.nn.functional.scaled_dot_product_attention": (
-        ATTENTION_FUNCTIONS, ATTENTION_KERNELS, ATTENTION_PATTERNS,
-    ),
-    "torch.nn.MultiheadAttention": (ATTENTION_FUNCTIONS, ATTENTION_KERNELS, ATTENTION_PATTERNS),
+    "torch.softmax": SOFTMAX_FAMILY,
+    "torch.nn.functional.softmax": SOFTMAX_FAMILY,
+    "torch.Tensor.softmax": SOFTMAX_FAMILY,
+    "scipy.special.softmax": SOFTMAX_FAMILY,
+    "torch.nn.functional.scaled_dot_product_attention": ATTENTION_FAMILY,
+    "torch.nn.MultiheadAttention": ATTENTION_FAMILY,
 }  # fmt: skip
 
 

@@ -171,8 +171,11 @@ class Worker:
     """Runs one submission's cells and answers adapter calls, one request at a time."""
 
     def __init__(self, requests: int, replies: int, seal: bool = False) -> None:
+        from ..implementation import recorded_caller
         from ..notebook_code import kernel_shell
 
+        # Bound before any student code runs (see recorded_caller).
+        self.call_recorded = recorded_caller()
         self.requests, self.replies = requests, replies
         self.shell = kernel_shell()
         self.run: Any = None
@@ -242,8 +245,6 @@ class Worker:
         )
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
-        from ..implementation import call_recorded
-
         if self.seal and not self.sealed:
             seal_threads()  # the cells have run: the hidden tests' calls start now
             self.sealed = True
@@ -255,7 +256,7 @@ class Worker:
         namespace.update(live)
         try:
             forbidden = request.get("forbidden", ())
-            result = call_recorded(
+            result = self.call_recorded(
                 namespace, request["adapter"], forbidden, request["kwargs"], other_threads
             )
             return {"ok": result}

@@ -31,6 +31,7 @@ import contextlib
 import gc
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -198,6 +199,10 @@ def reset(
     deadline = time.monotonic() + 10
     while _reap(endings, True) and time.monotonic() < deadline:
         time.sleep(0.002)
+    for pid, why in STOPPED.items():  # the zygote stopped these: not a kill from outside
+        if pid in endings:
+            endings[pid].update(by_sandbox=True, stopped=why)
+    STOPPED.clear()
     report = [
         {**endings[pid], "cpu_limit": limit} for pid, limit in children.items() if pid in endings
     ]
@@ -233,6 +238,42 @@ def answer_reset(
     return {"clean": True, "ended": ended}
 
 
+FILE_CAP = 20_000
+"""Files and folders one submission may make in the sandbox's /tmp and /dev/shm together.
+A tmpfs caps bytes, not files: each empty file still takes the machine's memory, which no
+limit of the worker counts."""
+WATCH_EVERY = 0.1
+"""Seconds between the zygote's counts of those files while a worker runs."""
+STOPPED: dict[int, str] = {}
+"""Workers the zygote stopped itself, and why ("files"): told to the grader at the reset."""
+
+
+def files_in_scratch() -> int:
+    """Files and folders in the sandbox's writable mounts (counted by their tmpfs)."""
+    total = 0
+    for mount in SCRATCH_MOUNTS:
+        with contextlib.suppress(OSError):
+            found = os.statvfs(mount)
+            total += found.f_files - found.f_ffree
+    return total
+
+
+def next_request(
+    control: socket.socket, children: dict[int, int], baseline: int
+) -> tuple[dict[str, Any], list[int]]:
+    """The grader's next request. Meanwhile, in the bubblewrap sandbox (private mounts, so
+    every file there is the worker's), a worker that makes more than FILE_CAP files is
+    stopped: the count runs every WATCH_EVERY seconds while a worker lives."""
+    watching = os.getpid() == 1
+    while watching and children and not select.select([control], [], [], WATCH_EVERY)[0]:
+        if files_in_scratch() - baseline > FILE_CAP:
+            for pid in children:
+                STOPPED.setdefault(pid, "files")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)
+    return receive_spawn(control)
+
+
 def zygote(scratch: str = "/tmp", control_fd: int = 3, own_user: bool = False) -> None:
     children: dict[int, int] = {}  # worker pid -> its CPU limit
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -252,9 +293,10 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3, own_user: bool = False) -
         control.sendall(json.dumps({"ready": False, "unreset": unreset}).encode())
         os._exit(78)
     control.sendall(json.dumps({"ready": True, "pid": os.getpid()}).encode())
+    baseline = files_in_scratch()
     while True:
         try:
-            request, fds = receive_spawn(control)
+            request, fds = next_request(control, children, baseline)
         except (EOFError, OSError, ValueError):
             os._exit(0)
         if request.get("op") in ("share", "reset"):
@@ -264,6 +306,7 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3, own_user: bool = False) -
                 request, scratch, children, own_user
             )
             control.sendall(json.dumps(answer).encode())
+            baseline = files_in_scratch()
             continue
         if len(fds) != 2:
             for fd in fds:

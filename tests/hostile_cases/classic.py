@@ -719,13 +719,15 @@ def _cases(targets: Targets) -> list[Case]:
         ),
         # Attacks on the recorder itself. Where they defeat it, the instructor is told,
         # naming the line: the expected outcome is the grade the attack gets plus that note.
+        # The worker bound its recorder before the cells ran: a class patched afterwards
+        # changes nothing it uses, and the library softmax is seen as any other.
         Case(
             "sm_recorder_patched_via_sys_modules",
             "evasion",
-            LOSES_UNCHECKED,
+            LOSES_SOFTMAX,
             SOFTMAX_CELL,
             "forbidden",
-            "could not be checked",
+            "torch.softmax",
             {"softmax": "return torch.nan_to_num(torch.softmax(x, dim), nan=0.0)"},
             "import sys\n"
             "_r = sys.modules['attnkit.student_process.recorder'].Recorder\n"
@@ -768,10 +770,10 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "sm_recorder_patched_by_computed_name",
             "evasion",
-            LOSES_UNCHECKED,
+            LOSES_SOFTMAX,
             SOFTMAX_CELL,
             "forbidden",
-            "could not be checked",
+            "torch.softmax",
             {"softmax": "return torch.nan_to_num(torch.softmax(x, dim), nan=0.0)"},
             DISABLE_RECORDER,
             "import_module",
@@ -955,6 +957,17 @@ def _cases(targets: Targets) -> list[Case]:
             "import sys\nsys.setrecursionlimit(10**8)\nnested = []\n"
             "for _ in range(2 * 10**5):\n    nested = [nested]\n"
             "import json\nreturn json.dumps(nested, check_circular=False)",
+        ),
+        # Empty files cost no bytes of /tmp's cap, but each takes the machine's memory:
+        # the sandbox counts them, and stops the worker past 20,000.
+        _v2(
+            "floods_tmp_with_empty_files",
+            "limit",
+            LOSES_V2,
+            "error",
+            "made more than 20,000 files",
+            "import os\nfor i in range(2 * 10**6):\n"
+            "    os.close(os.open(f'/tmp/f{i}', os.O_CREAT | os.O_WRONLY))\n" + CORRECT_V2,
         ),
         Case(
             "cell_loops_ignoring_signals",

@@ -2,9 +2,10 @@
 variant (dense, log, masked, sparse), and a recorder that must prove it was watching.
 
 A canary call before and after each exercise must be seen by the recorder; code that
-switches the recorder off (through the ``attnkit`` package the lesson's own import binds,
-or by popping PyTorch's mode stacks) makes the check "could not be verified", which costs
-the exercise. A softmax computed in another thread is not seen by a recorder that watches
+switches it off (by popping PyTorch's mode stacks) makes the check "could not be verified",
+which costs the exercise. The worker binds its recorder before any cell runs, so patching
+the kit's classes or functions in their modules afterwards (through the lesson's own
+import, or a module named at run time) changes nothing it uses. A softmax computed in another thread is not seen by a recorder that watches
 one thread: a thread left running while an exercise runs makes the check unverifiable too.
 """
 
@@ -39,6 +40,38 @@ _threading.Thread(target=_serve, daemon=True).start()
 SPARSE_GETATTR = 'getattr(torch.sparse, "soft" + "max")(x.to_sparse(), dim).to_dense()'
 SPARSE_ATEN = "torch.ops.aten._sparse_softmax.int(x.to_sparse(), dim).to_dense()"
 
+# softmax(x) is the weights of one query over n keys whose scores are x, with identity
+# values: the fused attention kernel computes it in one step, under a name without
+# "softmax". All -inf rows are set to zero by hand, so every value is right.
+ATTENTION_SOFTMAX = """\
+n = x.shape[dim]
+flat = x.movedim(dim, -1).reshape(-1, n)
+rows, empty = flat.shape[0], torch.isneginf(flat).all(-1, keepdim=True)
+q = torch.zeros(rows, 1, 1, n, dtype=x.dtype)
+q[..., 0] = 1
+k = torch.zeros(rows, 1, n, n, dtype=x.dtype)
+k[:, 0, :, 0] = torch.where(empty, torch.zeros_like(flat), flat)
+v = torch.eye(n, dtype=x.dtype).expand(rows, 1, n, n).contiguous()
+attend = getattr(torch.nn.functional, "scaled_dot_" + "product_attention")
+out = torch.where(empty, 0.0, attend(q, k, v, scale=1.0).reshape(flat.shape))
+return out.reshape(x.movedim(dim, -1).shape).movedim(-1, dim)
+"""
+
+# The kit's caller replaced in its module, found through names built at run time: the
+# worker bound its own before the cells ran, and the scan notes both tricks.
+CALLER_SWAP = """
+import importlib
+_load = getattr(importlib, "import_" + "module")
+_impl = _load("attn" + "kit.implementation")
+_original = _impl.call_recorded
+def _clean(*args, **kwargs):
+    result = _original(*args, **kwargs)
+    result["forbidden_used"] = []
+    result.pop("forbidden_unverified", None)
+    return result
+_impl.call_recorded = _clean
+"""
+
 PACKAGE_SWITCH = """
 import attnkit.notebook
 attnkit.student_process.recorder.Recorder.__enter__ = lambda self: self
@@ -57,8 +90,16 @@ def cases(targets: Targets) -> list[Case]:
         Case("sm_aten_sparse_softmax", "evasion", SPARSE_LOST, SOFTMAX_CELL, "forbidden",
              "aten._sparse_softmax", {"softmax": "return " + SPARSE_ATEN}),
         _softmax_evasion("sm_softmin_of_negated", "torch.nn.functional.softmin(-x, dim)"),
-        Case("sm_recorder_off_through_the_lessons_import", "evasion", LOSES_UNCHECKED,
-             SOFTMAX_CELL, "forbidden", "could not be checked",
+        _softmax_evasion("sm_after_swapping_the_kits_caller",
+                         'getattr(torch, "soft" + "max")(x, dim)', CALLER_SWAP,
+                         "names the kit's module 'attnkit.implementation'"),
+        # v1 and v2 call that softmax, and may run no attention kernel either.
+        Case("sm_by_fused_attention", "evasion", LOSES_UNCHECKED, SOFTMAX_CELL, "forbidden",
+             "attention", {"softmax": ATTENTION_SOFTMAX}),
+        # The worker bound its own recorder before the cells ran: switching the class off
+        # through the lesson's import changes nothing, and the library softmax is seen.
+        Case("sm_recorder_off_through_the_lessons_import", "evasion", LOSES_SOFTMAX,
+             SOFTMAX_CELL, "forbidden", "torch.softmax",
              {"softmax": "return torch.nan_to_num(torch.softmax(x, dim), nan=0.0)"},
              PACKAGE_SWITCH, "attnkit.student_process.recorder"),
         # The cell that starts the helper thread leaves it running, so the hidden tests run
