@@ -5,8 +5,9 @@ A canary call before and after each exercise must be seen by the recorder; code 
 switches it off (by popping PyTorch's mode stacks) makes the check "could not be verified",
 which costs the exercise. The worker binds its recorder before any cell runs, so patching
 the kit's classes or functions in their modules afterwards (through the lesson's own
-import, or a module named at run time) changes nothing it uses. A softmax computed in another thread is not seen by a recorder that watches
-one thread: a thread left running while an exercise runs makes the check unverifiable too.
+import, or a module named at run time) changes nothing it uses. A softmax computed in
+another thread is not seen by a recorder that watches one thread: a thread left running
+while an exercise runs makes the check unverifiable too.
 """
 
 from __future__ import annotations
