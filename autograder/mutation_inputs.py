@@ -194,7 +194,10 @@ def same(a: Any, b: Any) -> bool:
 def agrees(
     slug: str, exercise: str, reference: Mapping[str, Any], mutant: Mapping[str, Any]
 ) -> bool:
-    """Whether the mutant answers every request of the exercise as the reference does."""
+    """Whether the mutant answers every request of the exercise as the reference does
+    (never, for an exercise with no requests here: its survivors are reported as gaps)."""
+    if (slug, exercise) not in REQUESTS:
+        return False
     for request in REQUESTS[(slug, exercise)]():
         want = answer(reference, slug, exercise, request)
         if isinstance(want, str):
