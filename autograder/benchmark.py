@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from .catalogue import mistakes_for
 from .corpus import fill_notebook, released_notebook, write_notebook
@@ -149,7 +150,11 @@ def timed(
     return time.perf_counter() - started, memory.peak, memory.peak_pss, code
 
 
-def bench_attnkit(folder: Path, out: Path, jobs: int, timeout: float) -> dict[str, float]:
+def bench_attnkit(
+    folder: Path, out: Path, jobs: int, timeout: float, profile: Path | None = None
+) -> dict[str, Any]:
+    """``attnkit grade`` of ``folder``; under py-spy (every grader, sandbox and worker
+    process, as a flame graph in ``profile``) when ``profile`` is given."""
     command = [
         sys.executable,
         "-m",
@@ -165,6 +170,10 @@ def bench_attnkit(folder: Path, out: Path, jobs: int, timeout: float) -> dict[st
         "--cell-timeout",
         str(timeout),
     ]
+    if profile is not None:
+        flame = profile / "attnkit-grade.svg"
+        command = [py_spy(), "record", "--subprocesses", "--rate", "100", "--format",
+                   "flamegraph", "--output", str(flame), "--", *command]  # fmt: skip
     wall, peak, pss, code = timed(command)
     records = json.loads((out / "grades.json").read_text())["submissions"]
     slowest = max(
@@ -175,11 +184,16 @@ def bench_attnkit(folder: Path, out: Path, jobs: int, timeout: float) -> dict[st
         ),
         default=0.0,
     )
-    # Where the time went: each submission's phases, summed over the run.
+    # Where the time went: each submission's phases, and each cell's time (by its index in
+    # the notebook: every submission is built from the same one), summed over the run.
     phases: dict[str, float] = {}
+    cells: dict[str, float] = {}
     for path in (out / "results").glob("*/*.json"):
-        for phase, seconds in json.loads(path.read_text()).get("run", {}).get("phases", {}).items():
+        run = json.loads(path.read_text()).get("run", {})
+        for phase, seconds in run.get("phases", {}).items():
             phases[phase] = phases.get(phase, 0.0) + seconds
+        for cell, seconds in run.get("cell_seconds", {}).items():
+            cells[cell] = cells.get(cell, 0.0) + seconds
     return {
         "wall": wall,
         "peak": peak,
@@ -188,7 +202,14 @@ def bench_attnkit(folder: Path, out: Path, jobs: int, timeout: float) -> dict[st
         "graded": len(records),
         "slowest_submission": slowest,
         "phases": phases,
+        "cells": cells,
     }
+
+
+def honest(folder: Path) -> list[Path]:
+    """The submissions that neither loop nor are damaged (see build_submissions)."""
+    found = sorted(folder.glob("*.ipynb"))
+    return [p for p in found if not p.name.startswith(("s0001_", "s0002_"))]
 
 
 def bench_nbgrader(folder: Path, slug: str, sample: int, work: Path) -> dict[str, float]:
@@ -199,31 +220,50 @@ def bench_nbgrader(folder: Path, slug: str, sample: int, work: Path) -> dict[str
         (course / "nbgrader_config.py").read_text() + "c.ExecutePreprocessor.timeout = 60\n"
     )
     run_nbgrader(course, "generate_assignment", slug, "--force", "--create")
-    honest = sorted(folder.glob("*.ipynb"))
-    honest = [p for p in honest if not p.name.startswith(("s0001_", "s0002_"))][:sample]
-    for path in honest:
+    sampled = honest(folder)[:sample]
+    for path in sampled:
         student = path.name.split("_")[0]
         target = course / "submitted" / student / slug / f"{slug}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
     command = [sys.executable, "-m", "nbgrader", "autograde", slug, "--force"]
     wall, peak, pss, code = timed(command, cwd=course, env=scripts_on_path())
-    return {"wall": wall, "peak": peak, "pss": pss, "code": code, "graded": len(honest)}
+    return {"wall": wall, "peak": peak, "pss": pss, "code": code, "graded": len(sampled)}
+
+
+def py_spy() -> str:
+    """The py-spy that ``--profile`` samples with (the dev extra installs it)."""
+    found = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+    if found is None:
+        raise SystemExit("--profile needs py-spy: pip install -e '.[dev]' (or pip install py-spy)")
+    return found
+
+
+def shell_check(folder: Path, argument: str, repeats: int = 3) -> float:
+    """Median wall seconds of ``attnkit check ARGUMENT`` run in ``folder`` (warm: the first
+    run fills the disk cache too)."""
+    walls = []
+    for _ in range(repeats + 1):
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "attnkit", "check", argument],
+            cwd=folder,
+            capture_output=True,
+            check=False,
+        )
+        walls.append(time.perf_counter() - started)
+    return statistics.median(walls[1:])
 
 
 def bench_check(slug: str, work: Path, repeats: int = 3) -> dict[str, float]:
     notebook = write_notebook(
         fill_notebook(released_notebook(slug, ASSIGNMENTS_DIR), slug), work / f"{slug}.ipynb"
     )
-    walls = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "attnkit", "check", "--notebook", str(notebook)],
-            capture_output=True,
-            check=False,
-        )
-        walls.append(time.perf_counter() - started)
+    lesson1 = "01_numpy_attention"
+    write_notebook(
+        fill_notebook(released_notebook(lesson1, ASSIGNMENTS_DIR), lesson1),
+        work / lesson1 / f"{lesson1}.ipynb",
+    )
     from attnkit.notebook import Lesson
     from attnkit.notebook_code import load_definitions
 
@@ -239,7 +279,8 @@ def bench_check(slug: str, work: Path, repeats: int = 3) -> dict[str, float]:
             lesson.check(exercise.name, namespace=dict(namespace))
         in_notebook.append(time.perf_counter() - started)
     return {
-        "check_cli": statistics.median(walls),
+        "check_cli": shell_check(notebook.parent, slug[:2], repeats),
+        "check_cli_lesson1": shell_check(work / lesson1, "1", repeats),
         "in_notebook_max": max(in_notebook),
         "in_notebook_median": statistics.median(in_notebook),
     }
@@ -249,6 +290,39 @@ def mib(value: float) -> str:
     return f"{value / 1024**2:,.0f} MiB"
 
 
+def where_time_went(ours: dict[str, Any], jobs: int, submissions: int) -> list[str]:
+    """The phases, and the dearest cells, of the graded submissions."""
+    busy = sum(ours["phases"].values())
+    lines = [
+        f"  where attnkit's time went ({jobs} graders): {busy:.1f} grader-seconds in "
+        "submissions: "
+        + ", ".join(
+            f"{phase} {seconds:.1f} s"
+            for phase, seconds in sorted(ours["phases"].items(), key=lambda kv: -kv[1])
+        )
+        + f"; the rest of {ours['wall'] * jobs:.1f} grader-seconds is start-up "
+        "(the sandbox's zygote, the references) and coordination"
+    ]
+    dearest = sorted(ours["cells"].items(), key=lambda kv: -kv[1])[:5]
+    lines.append(
+        "  dearest cells (by index, mean over submissions): "
+        + ", ".join(
+            f"cell {cell} {seconds / submissions * 1000:.1f} ms" for cell, seconds in dearest
+        )
+    )
+    return lines
+
+
+def class_of(count: int, folder: Path, work: Path, jobs: int, timeout: float) -> float:
+    """Wall seconds for ``attnkit grade`` of the first ``count`` submissions: what a small
+    class waits, start-up included."""
+    small = work / f"class-of-{count}"
+    small.mkdir()
+    for path in honest(folder)[:count]:
+        shutil.copyfile(path, small / path.name)
+    return bench_attnkit(small, work / f"out-{count}", jobs, timeout)["wall"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--assignment", default="02_self_attention")
@@ -256,52 +330,59 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nbgrader-sample", type=int, default=12)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--timeout", type=float, default=5.0, help="attnkit's per-call timeout")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="also write DIR/attnkit-grade.svg, a py-spy flame graph of every grader, sandbox "
+        "and worker process, and DIR/summary.txt, these figures",
+    )
     args = parser.parse_args(argv)
+    lines: list[str] = []
 
+    def say(line: str) -> None:
+        lines.append(line)
+        print(line, flush=True)
+
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="attnkit-bench-") as tmp:
         work = Path(tmp)
         kinds = build_submissions(work / "subs", args.assignment, args.submissions)
-        print(
+        say(
             f"assignment {args.assignment}: {args.submissions} submissions "
             f"({', '.join(f'{v} {k}' for k, v in kinds.items())}); {os.cpu_count()} cores"
         )
-
-        ours = bench_attnkit(work / "subs", work / "out", args.jobs, args.timeout)
+        ours = bench_attnkit(work / "subs", work / "out", args.jobs, args.timeout, args.profile)
         per = ours["wall"] / args.submissions
-        print(
+        say(
             f"attnkit grade   : {ours['wall']:8.1f} s total, {per:6.3f} s/submission, "
             f"{args.submissions / ours['wall']:6.2f} submissions/s, peak RSS {mib(ours['peak'])}"
-            f" (PSS {mib(ours['pss'])}), slowest submission {ours['slowest_submission']:.1f} s"
+            f" (PSS {mib(ours['pss'])}, {mib(ours['pss'] / args.jobs)} a grader with its "
+            f"sandbox), slowest submission {ours['slowest_submission']:.1f} s"
             f" (timeout {args.timeout:g} s per call)"
         )
-
-        busy = sum(ours["phases"].values())
-        print(
-            f"  where attnkit's time went ({args.jobs} graders): {busy:.1f} grader-seconds in "
-            "submissions: "
-            + ", ".join(
-                f"{phase} {seconds:.1f} s"
-                for phase, seconds in sorted(ours["phases"].items(), key=lambda kv: -kv[1])
-            )
-            + f"; the rest of {ours['wall'] * args.jobs:.1f} grader-seconds is start-up "
-            "(the sandbox's zygote, the references) and coordination"
-        )
-
+        for line in where_time_went(ours, args.jobs, args.submissions):
+            say(line)
+        small = class_of(10, work / "subs", work, args.jobs, args.timeout)
+        say(f"a class of 10, start-up included: {small:.1f} s")
         theirs = bench_nbgrader(work / "subs", args.assignment, args.nbgrader_sample, work)
         their_per = theirs["wall"] / max(theirs["graded"], 1)
-        print(
+        say(
             f"nbgrader autograde: {theirs['wall']:8.1f} s for {theirs['graded']} honest "
             f"submissions, {their_per:6.3f} s/submission, {1 / their_per:6.2f} submissions/s, "
             f"peak RSS {mib(theirs['peak'])} (PSS {mib(theirs['pss'])}), exit {theirs['code']}"
         )
-        print(f"throughput ratio (attnkit / nbgrader): {their_per / per:.1f}x")
-
+        say(f"throughput ratio (attnkit / nbgrader): {their_per / per:.1f}x")
         student = bench_check(args.assignment, work)
-        print(
-            f"attnkit check (shell, import included): {student['check_cli']:.2f} s; "
+        say(
+            f"attnkit check {args.assignment[:2]} (shell, import included): "
+            f"{student['check_cli']:.2f} s; attnkit check 1: {student['check_cli_lesson1']:.2f} s; "
             f"in-notebook check: median {student['in_notebook_median'] * 1000:.0f} ms, "
             f"slowest exercise {student['in_notebook_max'] * 1000:.0f} ms"
         )
+    if args.profile is not None:
+        (args.profile / "summary.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return 0
 
 

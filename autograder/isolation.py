@@ -148,6 +148,8 @@ class IsolatedSubmission:
         self.shared = shared
         """The lesson's released cells the sandbox may compute once (see shared_cells)."""
         self.offered: frozenset[str] = frozenset()
+        self.cell_seconds: dict[int, float] = {}
+        """How long each cell took to answer, the first time the cells ran."""
         self.shared_cells: list[int] = []
         """Cells whose results the worker took from the sandbox's one run (first run)."""
         self.label = label
@@ -300,8 +302,11 @@ class IsolatedSubmission:
             "skip": cell.is_check_cell,
             "shared": cell.source in self.offered,
         }
+        started = time.monotonic()
         try:
             reply = self._exchange(request, limit + 2.0, f"running code cell {cell.index}")
+            if not self.notes_taken:
+                self.cell_seconds[cell.index] = round(time.monotonic() - started, 4)
         except (WorkerTimeout, WorkerCrashed) as exc:
             raise _CellStopped(
                 cell.index, f"code cell {cell.index}: {exc}; it was skipped"

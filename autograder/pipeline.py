@@ -205,7 +205,11 @@ def run_in_sandbox(grading: Grading) -> None:
         grading.lap("sandbox reset")
     grading.cell_failures = impl.cell_failures
     grading.notes = impl.notes
-    grading.run = {"workers_started": impl.spawned, "sandbox": impl.sandbox}
+    grading.run = {
+        "workers_started": impl.spawned,
+        "sandbox": impl.sandbox,
+        "cell_seconds": {str(index): seconds for index, seconds in impl.cell_seconds.items()},
+    }
     if impl.shared_cells:
         grading.run["shared_cells"] = {"cells": impl.shared_cells, "why": SHARED_WHY}
 
