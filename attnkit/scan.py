@@ -253,14 +253,19 @@ def _computed_reach(node: ast.AST, imported: frozenset[str]) -> str | None:
 
 
 def _folded_string(node: ast.AST) -> str | None:
-    """The value of a string literal, or of literals joined by ``+`` (``"attn" + "kit"``)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _folded_string(node.left), _folded_string(node.right)
-        if left is not None and right is not None:
-            return left + right
-    return None
+    """The value of a string literal, or of literals joined by ``+`` (``"attn" + "kit"``),
+    read without recursion (a chain of a million ``+`` is one linear pass)."""
+    parts: list[str] = []
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, ast.BinOp) and isinstance(current.op, ast.Add):
+            pending += [current.right, current.left]
+        elif isinstance(current, ast.Constant) and isinstance(current.value, str):
+            parts.append(current.value)
+        else:
+            return None
+    return "".join(parts)
 
 
 def _kit_named(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str | None:

@@ -313,6 +313,18 @@ def where_time_went(ours: dict[str, Any], jobs: int, submissions: int) -> list[s
     return lines
 
 
+def against_nbgrader(work: Path, slug: str, sample: int, ours: float) -> list[str]:
+    """nbgrader autograde on a sample, and the ratio to ``ours`` (seconds a submission)."""
+    theirs = bench_nbgrader(work / "subs", slug, sample, work)
+    their_per = theirs["wall"] / max(theirs["graded"], 1)
+    return [
+        f"nbgrader autograde: {theirs['wall']:8.1f} s for {theirs['graded']} honest "
+        f"submissions, {their_per:6.3f} s/submission, {1 / their_per:6.2f} submissions/s, "
+        f"peak RSS {mib(theirs['peak'])} (PSS {mib(theirs['pss'])}), exit {theirs['code']}",
+        f"throughput ratio (attnkit / nbgrader): {their_per / ours:.1f}x",
+    ]
+
+
 def class_of(count: int, folder: Path, work: Path, jobs: int, timeout: float) -> float:
     """Wall seconds for ``attnkit grade`` of the first ``count`` submissions: what a small
     class waits, start-up included."""
@@ -366,14 +378,8 @@ def main(argv: list[str] | None = None) -> int:
             say(line)
         small = class_of(10, work / "subs", work, args.jobs, args.timeout)
         say(f"a class of 10, start-up included: {small:.1f} s")
-        theirs = bench_nbgrader(work / "subs", args.assignment, args.nbgrader_sample, work)
-        their_per = theirs["wall"] / max(theirs["graded"], 1)
-        say(
-            f"nbgrader autograde: {theirs['wall']:8.1f} s for {theirs['graded']} honest "
-            f"submissions, {their_per:6.3f} s/submission, {1 / their_per:6.2f} submissions/s, "
-            f"peak RSS {mib(theirs['peak'])} (PSS {mib(theirs['pss'])}), exit {theirs['code']}"
-        )
-        say(f"throughput ratio (attnkit / nbgrader): {their_per / per:.1f}x")
+        for line in against_nbgrader(work, args.assignment, args.nbgrader_sample, per):
+            say(line)
         student = bench_check(args.assignment, work)
         say(
             f"attnkit check {args.assignment[:2]} (shell, import included): "

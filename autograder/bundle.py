@@ -28,6 +28,7 @@ from attnkit.assignments import ASSIGNMENTS
 
 from .catalogue import load_mistakes
 from .corpus import reference_body
+from .expected_values import write as write_expected_values
 from .fingerprints import write_fingerprints
 from .rubric import source_notebook
 
@@ -67,6 +68,7 @@ attnkit_data = "data"
 
 [tool.setuptools.package-data]
 attnkit = ["mistake_fingerprints.bin"]
+"attnkit.selfcheck" = ["expected_values.json"]
 """
 
 INSTALL_SH = """#!/usr/bin/env bash
@@ -146,6 +148,8 @@ def build_bundle(target: Path, kit_root: Path, assignments_dir: Path) -> Path:
         with tempfile.TemporaryDirectory() as tmp:
             prints = write_fingerprints(Path(tmp) / "mistake_fingerprints.bin")
             archive.write(prints, f"{ROOT}/attnkit/mistake_fingerprints.bin")
+            values = write_expected_values(Path(tmp) / "expected_values.json")
+            archive.write(values, f"{ROOT}/attnkit/selfcheck/expected_values.json")
         for slug in ASSIGNMENTS:
             notebook = assignments_dir / slug / f"{slug}.ipynb"
             archive.write(notebook, f"{ROOT}/notebooks/{notebook.name}")

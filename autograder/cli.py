@@ -26,14 +26,14 @@ KIT_ROOT = Path(__file__).resolve().parent.parent
 def cmd_generate(args: argparse.Namespace) -> int:
     """Regenerate the student notebooks in assignments/ with nbgrader (instructors)."""
     from . import command_reference as reference
-    from . import course, fingerprints, registry
+    from . import course, expected_values, fingerprints, registry
 
     if args.check:
         stale_registry = registry.stale()
         problems = stale_registry + course.released_differences(args.out)
         # The visible checks name their exercises in the registry: with a stale one they
         # cannot load, so the fingerprints wait until it is regenerated.
-        problems += [] if stale_registry else fingerprints.stale()
+        problems += [] if stale_registry else fingerprints.stale() + expected_values.stale()
         problems += reference.stale()
         for problem in problems:
             print(problem)
@@ -44,6 +44,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         return 0
     for path in [*registry.write(), *course.generate_released(args.out)]:
         print(f"wrote {path}")
+    print(f"wrote {expected_values.write()}")
     print(f"wrote {fingerprints.write_fingerprints()}")
     if (readme := reference.write()) is not None:
         print(f"wrote the command reference in {readme}")

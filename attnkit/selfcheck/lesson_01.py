@@ -1,7 +1,7 @@
 """Visible checks for lesson 1, attention from scratch in NumPy.
 
-The expected values come from the definitions, computed in float64 by NumPy alone: a
-student's check of lesson 1 never waits for PyTorch to load.
+The values they expect are what PyTorch gives on the same inputs, kept as data by
+``attnkit generate`` (see :mod:`.oracle`): checking lesson 1 never loads PyTorch.
 """
 
 from __future__ import annotations
@@ -11,35 +11,41 @@ import numpy as np
 from ..compare import expect_array, expect_unchanged, pair
 from ..probe import Probe
 from .dtypes import expect_dtype
+from .oracle import expected
 from .registry import visible
 
 SLUG = "01_numpy_attention"
 
 
-def expected_softmax(x: np.ndarray, axis: int) -> np.ndarray:
-    """exp(x) / sum(exp(x)) along ``axis``, in float64, returned in the dtype of ``x``."""
-    wide = np.asarray(x, dtype=np.float64)
-    with np.errstate(invalid="ignore"):  # an all -inf row gives NaN, which a check replaces
-        shifted = np.exp(wide - wide.max(axis=axis, keepdims=True))
-        return (shifted / shifted.sum(axis=axis, keepdims=True)).astype(np.asarray(x).dtype)
+def torch_softmax(name: str, x: np.ndarray, axis: int) -> np.ndarray:
+    """PyTorch's softmax of ``x`` along ``axis``, kept as ``name``."""
+
+    def compute() -> np.ndarray:
+        import torch
+
+        return torch.softmax(torch.from_numpy(x), dim=axis).numpy()
+
+    return expected(name, compute)
 
 
-def expected_attention(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    """(context, weights) of softmax(q k^T / sqrt(d_k)) v, from the definition."""
-    scores = q @ np.swapaxes(k, -2, -1) / np.sqrt(q.shape[-1])
-    if causal:
-        scores = np.where(np.triu(np.ones(scores.shape[-2:], dtype=bool), 1), -np.inf, scores)
-    weights = expected_softmax(scores, -1)
-    return weights @ v, weights
+def torch_attention(name: str, *qkv: np.ndarray, causal: bool = False) -> np.ndarray:
+    """PyTorch's scaled dot-product attention of ``q, k, v``, kept as ``name``."""
+
+    def compute() -> np.ndarray:
+        import torch
+        import torch.nn.functional as F
+
+        q, k, v = (torch.from_numpy(a) for a in qkv)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal).numpy()
+
+    return expected(name, compute)
 
 
 @visible(SLUG, "softmax", "rows sum to 1 and match exp(x)/sum(exp(x))")
 def softmax_values(probe: Probe) -> None:
     RNG = np.random.default_rng(6466)  # fixed inputs: fingerprints depend on them
     x = RNG.normal(size=(3, 5))
-    expect_array(probe.call(x)["out"], expected_softmax(x, -1), kind="ndarray")
+    expect_array(probe.call(x)["out"], torch_softmax("softmax_values", x, -1), kind="ndarray")
 
 
 @visible(SLUG, "softmax", "respects the axis argument")
@@ -48,7 +54,7 @@ def softmax_axis(probe: Probe) -> None:
     x = RNG.normal(size=(4, 3))
     expect_array(
         probe.call(x, axis=0)["out"],
-        expected_softmax(x, 0),
+        torch_softmax("softmax_axis", x, 0),
         kind="ndarray",
         what="softmax(x, axis=0)",
     )
@@ -57,7 +63,7 @@ def softmax_axis(probe: Probe) -> None:
 @visible(SLUG, "softmax", "stays finite for logits around +-1000")
 def softmax_stable(probe: Probe) -> None:
     x = np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -1002.0]])
-    expect_array(probe.call(x)["out"], expected_softmax(x, -1), kind="ndarray")
+    expect_array(probe.call(x)["out"], torch_softmax("softmax_stable", x, -1), kind="ndarray")
 
 
 @visible(SLUG, "softmax", "leaves its input unchanged")
@@ -105,15 +111,20 @@ def mask_pattern(probe: Probe) -> None:
     expect_array(out, expected, kind="ndarray", what="causal_mask(4)")
 
 
-@visible(SLUG, "self_attention", "matches softmax(Q K^T / sqrt(d_k)) V")
-def attention_matches_definition(probe: Probe) -> None:
+@visible(SLUG, "self_attention", "matches PyTorch's scaled_dot_product_attention")
+def attention_matches_torch(probe: Probe) -> None:
     RNG = np.random.default_rng(5351)  # fixed inputs: fingerprints depend on them
     X = RNG.normal(size=(5, 3))
     W_q, W_k, W_v = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4)), RNG.normal(size=(3, 2))
     context, weights = pair(probe.call(X, W_q, W_k, W_v)["out"], "self_attention")
-    expected_context, expected_weights = expected_attention(X @ W_q, X @ W_k, X @ W_v)
-    expect_array(context, expected_context, kind="ndarray", what="the context vectors")
-    expect_array(weights, expected_weights, kind="ndarray", what="the attention weights")
+    q, k, v = X @ W_q, X @ W_k, X @ W_v
+    expect_array(
+        context, torch_attention("attention_context", q, k, v), kind="ndarray",
+        what="the context vectors",
+    )  # fmt: skip
+    # The weights are PyTorch's softmax of the scaled scores (d_k = 4).
+    weights_wanted = torch_softmax("attention_weights", q @ k.T / 2.0, -1)
+    expect_array(weights, weights_wanted, kind="ndarray", what="the attention weights")
 
 
 @visible(SLUG, "self_attention", "causal=True hides the future")
@@ -122,8 +133,8 @@ def attention_causal(probe: Probe) -> None:
     X = RNG.normal(size=(2, 4, 3))  # a batch of two sequences
     W = [RNG.normal(size=(3, 3)) for _ in range(3)]
     context, _ = pair(probe.call(X, *W, causal=True)["out"], "self_attention")
-    expected, _ = expected_attention(*(X @ w for w in W), causal=True)
-    expect_array(context, expected, kind="ndarray", what="the causal context vectors")
+    wanted = torch_attention("attention_causal", *(X @ w for w in W), causal=True)
+    expect_array(context, wanted, kind="ndarray", what="the causal context vectors")
 
 
 @visible(SLUG, "embed_one_hot", "one_hot(ids) @ E equals the row lookup E[ids]")
@@ -137,9 +148,9 @@ def one_hot_lookup(probe: Probe) -> None:
 @visible(SLUG, "softmax", "a row that is all -inf (fully masked) becomes all zeros, not NaN")
 def softmax_fully_masked(probe: Probe) -> None:
     x = np.array([[0.5, -1.0, 2.0], [-np.inf, -np.inf, -np.inf], [1.0, -np.inf, 0.0]])
-    expected = expected_softmax(x, -1)
-    expected[1] = 0.0  # the kit's policy: a query that may see nothing gets zero weight
-    expect_array(probe.call(x)["out"], expected, kind="ndarray", what="softmax of masked rows")
+    wanted = torch_softmax("softmax_masked_rows", x, -1).copy()
+    wanted[1] = 0.0  # the kit's policy: a query that may see nothing gets zero weight
+    expect_array(probe.call(x)["out"], wanted, kind="ndarray", what="softmax of masked rows")
 
 
 # -- dtypes: float32 stays float32 (the checks above use float64 inputs) ----------------------
@@ -155,7 +166,8 @@ def softmax_float32(probe: Probe) -> None:
     x = np.random.default_rng(3301).normal(size=(3, 4)).astype(np.float32)
     out = probe.call(x)["out"]
     expect_dtype(out, np.float32, kind="ndarray", what="softmax of a float32 array")
-    expect_array(out, expected_softmax(x, -1), kind="ndarray", what="softmax of a float32 array")
+    wanted = torch_softmax("softmax_float32", x, -1)
+    expect_array(out, wanted, kind="ndarray", what="softmax of a float32 array")
 
 
 @visible(
