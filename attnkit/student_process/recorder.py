@@ -17,7 +17,9 @@ static scan (:mod:`attnkit.scan`) notes for the instructor.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 SOFTMAX_KERNELS = frozenset(
@@ -116,6 +118,36 @@ def _where() -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class _Watched:
+    """What a recorder watches for one set of forbidden calls."""
+
+    kernels: frozenset[str]
+    patterns: tuple[str, ...]
+    functions: dict[Any, str]
+    verdicts: dict[Any, tuple[bool, str | None]]
+    """Each kernel met so far: see Recorder.kernel_verdict."""
+
+
+@functools.cache
+def _watched(forbidden: tuple[str, ...], torch_loaded: bool) -> _Watched:
+    functions: set[str] = set()
+    kernels: set[str] = set()
+    patterns: set[str] = set()
+    for name in forbidden:
+        family = FAMILIES.get(name, ((name,), frozenset(), ()))
+        functions.update(family[0])
+        kernels.update(family[1])
+        patterns.update(family[2])
+    resolved = {path: _resolve(path) for path in functions} if torch_loaded else {}
+    return _Watched(
+        frozenset(kernels),
+        tuple(sorted(patterns)),
+        {target: path for path, target in resolved.items() if target is not None},
+        {},
+    )
+
+
 def _torch_loaded() -> bool:
     import sys
 
@@ -132,29 +164,30 @@ class Recorder:
 
     def __init__(self, forbidden: Iterable[str]) -> None:
         self.used: dict[str, None] = {}  # in the order seen: the function before its kernel
-        functions: set[str] = set()
-        kernels: set[str] = set()
-        patterns: set[str] = set()
-        for name in forbidden:
-            family_functions, family_kernels, family_patterns = FAMILIES.get(
-                name, ((name,), frozenset(), ())
-            )
-            functions.update(family_functions)
-            kernels.update(family_kernels)
-            patterns.update(family_patterns)
-        self.kernels = frozenset(kernels)
-        self.patterns = tuple(sorted(patterns))
+        watched = _watched(tuple(sorted(forbidden)), _torch_loaded())
+        self.kernels, self.patterns, self.functions = (
+            watched.kernels,
+            watched.patterns,
+            watched.functions,
+        )
+        self._verdicts = watched.verdicts
         self.canaries = {"asked": 0, "function": 0, "kernel": 0}
         self._in_canary: Any = None
         self._tampered = False
-        self.functions: dict[Any, str] = {}
-        for path in functions:
-            target = _resolve(path)
-            if target is not None:
-                self.functions[target] = path
         self._modes: list[Any] = []
         self._watching = False
         """Whether the modes were entered (PyTorch was loaded): the canaries need them."""
+
+    def kernel_verdict(self, func: Any) -> tuple[bool, str | None]:
+        """(whether the kernel computes a softmax, its name if it is forbidden here),
+        worked out once per kernel."""
+        verdict = self._verdicts.get(func)
+        if verdict is None:
+            name = str(func.overloadpacket)
+            forbidden = name in self.kernels or any(p in name for p in self.patterns)
+            verdict = (any(p in name for p in SOFTMAX_PATTERNS), name if forbidden else None)
+            self._verdicts[func] = verdict
+        return verdict
 
     def __enter__(self) -> Recorder:
         if not (self.kernels or self.functions) or not _torch_loaded():
@@ -182,11 +215,11 @@ class Recorder:
                 return False
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-                name = str(func.overloadpacket)
+                softmax, forbidden = recorder.kernel_verdict(func)
                 if recorder._in_canary:
-                    recorder.canaries["kernel"] += any(p in name for p in SOFTMAX_PATTERNS)
-                elif name in recorder.kernels or any(p in name for p in recorder.patterns):
-                    recorder.used.setdefault(f"{name}, PyTorch's kernel{_where()}")
+                    recorder.canaries["kernel"] += softmax
+                elif forbidden is not None:
+                    recorder.used.setdefault(f"{forbidden}, PyTorch's kernel{_where()}")
                 return func(*args, **(kwargs or {}))
 
         self._modes = [Functions(), Kernels()]
