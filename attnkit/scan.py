@@ -206,16 +206,24 @@ def _honest_use(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     )
 
 
-def _imported_names(trees: Iterable[ast.AST]) -> set[str]:
+def _imported_names(sources: Iterable[str]) -> set[str]:
     """Every name an import statement binds, in any cell (``torch``, ``F``, ``inspect``)."""
-    names = set()
-    for tree in trees:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names |= {a.asname or a.name.split(".")[0] for a in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                names |= {a.asname or a.name for a in node.names if a.name != "*"}
+    names: set[str] = set()
+    for source in sources:
+        names |= _cell_imports(source)
     return names
+
+
+@functools.lru_cache(maxsize=256)
+def _cell_imports(source: str) -> frozenset[str]:
+    names = set()
+    tree = _parse(source)
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Import):
+            names |= {a.asname or a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names |= {a.asname or a.name for a in node.names if a.name != "*"}
+    return frozenset(names)
 
 
 def _is_private(name: str) -> bool:
@@ -310,7 +318,7 @@ def _import_reach(node: ast.Import | ast.ImportFrom) -> str | None:
 def tampering(cells: Iterable[tuple[int, str]]) -> list[Finding]:
     """Code that reaches into the grader's machinery, per cell and line (a note, not a verdict)."""
     parsed = [(index, source, _parse(source)) for index, source in cells]
-    imported = frozenset(_imported_names(tree for _, _, tree in parsed if tree is not None))
+    imported = frozenset(_imported_names(source for _, source, _ in parsed))
     findings = [
         Finding(index, line, what)
         for index, source, tree in parsed
