@@ -32,14 +32,32 @@ MAGIC_LINE = re.compile(r"^([ \t]*)(?:[!%].*|([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*[ \t
 HELP_SUFFIX = re.compile(r"^([ \t]*[\w.]+)[ \t]*\?{1,2}[ \t]*$")
 
 
+PROMPT = re.compile(r"^(?:>>> ?|\.\.\. ?|In \[\d+\]: |\s*\.\.\.: ?)")
+"""The prompts IPython strips from pasted sessions (``>>> ``, ``... ``, ``In [3]: ``)."""
+
+
+def _cleaned(lines: list[str]) -> list[str]:
+    """IPython's clean-up before it reads a cell: prompts of a pasted session removed,
+    and the first line's indentation taken off every line (so a cell indented by one space
+    runs). Both are undone here, line for line, as IPython does them."""
+    first = next((line for line in lines if line.strip()), "")
+    if PROMPT.match(first):
+        lines = [PROMPT.sub("", line, count=1) for line in lines]
+        first = next((line for line in lines if line.strip()), "")
+    indent = first[: len(first) - len(first.lstrip())]
+    if indent:
+        lines = [line[len(indent) :] if line.startswith(indent) else line for line in lines]
+    return lines
+
+
 def python_text(source: str) -> str:
     """The cell as Python, in one pass over its lines (the scan runs in the grader, so its
-    cost must grow with the cell's length, never faster): IPython's magics and shell
-    escapes (``%timeit f()``, ``!ls``, ``x = !ls``, ``%%writefile``'s first line) become
-    ``pass`` (or ``None`` on the right of an assignment), ``obj?`` becomes ``obj``; line
-    numbers stay as they were."""
+    cost must grow with the cell's length, never faster): IPython's clean-up first (see
+    :func:`_cleaned`), then its magics and shell escapes (``%timeit f()``, ``!ls``,
+    ``x = !ls``, ``%%writefile``'s first line) become ``pass`` (or ``None`` on the right of
+    an assignment), ``obj?`` becomes ``obj``; line numbers stay as they were."""
     lines = []
-    for line in source.split("\n"):
+    for line in _cleaned(source.split("\n")):
         magic = MAGIC_LINE.match(line)
         if magic:
             line = (
@@ -58,6 +76,12 @@ def _parse(source: str) -> ast.AST | None:
     """The cell's syntax tree, shared read-only by every rule (the lessons' own cells
     recur in every submission: each is parsed once per grader)."""
     return parse_python(python_text(source))
+
+
+def readable(source: str) -> bool:
+    """Whether the scan can read the cell (it parses as Python once IPython's syntax is
+    taken out)."""
+    return _parse(source) is not None
 
 
 def scan_source(source: str, forbidden: Iterable[str]) -> list[tuple[int, str]]:
@@ -188,17 +212,32 @@ def _is_self(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id == "self"
 
 
-def _honest_use(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    """``"google.colab" in sys.modules`` asks what is loaded; it changes nothing. And
-    ``model.modules()`` is a module's own method, not ``sys.modules``."""
+def _honest_use(
+    node: ast.AST, parents: dict[ast.AST, ast.AST], imported: frozenset[tuple[str, str]]
+) -> bool:
+    """``"google.colab" in sys.modules`` and ``sys.modules.get("google.colab")`` ask what is
+    loaded; they change nothing. And ``model.modules()`` or ``torch.nn.modules`` is not
+    ``sys.modules``: that is only ``modules`` read on a name bound to ``sys`` (or on what a
+    call returned, such as an import by name)."""
     parent = parents.get(node)
-    if (
-        isinstance(node, ast.Attribute)
-        and node.attr == "modules"
-        and isinstance(parent, ast.Call)
-        and parent.func is node
-    ):
-        return True
+    if isinstance(node, ast.Attribute) and node.attr == "modules":
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return True
+        sys_names = {name for name, module in imported if module == "sys"}
+        if not (
+            isinstance(node.value, ast.Call)
+            or (isinstance(node.value, ast.Name) and node.value.id in sys_names)
+        ):
+            return True
+        lookup = parents.get(parent) if isinstance(parent, ast.Attribute) else None
+        if (
+            isinstance(parent, ast.Attribute)
+            and parent.attr == "get"
+            and isinstance(lookup, ast.Call)
+            and lookup.func is parent
+            and all(isinstance(a, ast.Constant) for a in lookup.args)
+        ):
+            return True
     return (
         isinstance(parent, ast.Compare)
         and any(isinstance(op, ast.In | ast.NotIn) for op in parent.ops)
@@ -206,23 +245,26 @@ def _honest_use(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     )
 
 
-def _imported_names(sources: Iterable[str]) -> set[str]:
-    """Every name an import statement binds, in any cell (``torch``, ``F``, ``inspect``)."""
-    names: set[str] = set()
+def _imported_names(sources: Iterable[str]) -> frozenset[tuple[str, str]]:
+    """(name, module) for every name an import statement binds, in any cell (``("F",
+    "torch.nn.functional")``; a name imported from a module counts as that module's)."""
+    names: set[tuple[str, str]] = set()
     for source in sources:
         names |= _cell_imports(source)
-    return names
+    return frozenset(names)
 
 
 @functools.lru_cache(maxsize=256)
-def _cell_imports(source: str) -> frozenset[str]:
+def _cell_imports(source: str) -> frozenset[tuple[str, str]]:
     names = set()
     tree = _parse(source)
     for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.Import):
-            names |= {a.asname or a.name.split(".")[0] for a in node.names}
+            for a in node.names:
+                names.add((a.asname, a.name) if a.asname else (a.name.split(".")[0],) * 2)
         elif isinstance(node, ast.ImportFrom):
-            names |= {a.asname or a.name for a in node.names if a.name != "*"}
+            module = node.module or ""
+            names |= {(a.asname or a.name, module) for a in node.names if a.name != "*"}
     return frozenset(names)
 
 
@@ -241,18 +283,32 @@ def _private_reach(node: ast.AST, imported: frozenset[str]) -> str | None:
 
 
 ATTRIBUTE_CALLS = ("getattr", "setattr", "delattr", "hasattr", "vars")
+MACHINERY_MODULES = frozenset(
+    {"importlib", "sys", "builtins", "gc", "inspect", "types", "operator", "functools",
+     "ctypes", "_ctypes", "cffi", "attnkit", "pyseccomp", "resource", "threading"}
+)  # fmt: skip
+"""Modules whose attributes reach the interpreter's own machinery: frames, modules by name,
+the collector's objects. Honest code names what it takes from them."""
+FRAME_NAMES = frozenset(
+    {"tb_frame", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "gi_frame",
+     "cr_frame", "ag_frame", "_getframe", "__globals__", "__closure__", "__builtins__",
+     "get_objects", "get_referrers", "get_referents"}
+)  # fmt: skip
+"""Names of frames' and functions' internals: in a string (``attrgetter("tb_frame")``) they
+are how code walks to objects it was never given."""
 
 
-def _computed_reach(node: ast.AST, imported: frozenset[str]) -> str | None:
-    """An imported module's attribute named at run time (``getattr(importlib, "import_"
-    + "module")``, ``vars(torch)[name]``): how a literal name the scan knows is hidden."""
+def _computed_reach(node: ast.AST, imported: frozenset[tuple[str, str]]) -> str | None:
+    """A machinery module's attribute named at run time (``getattr(importlib, "import_"
+    + "module")``, ``vars(sys)[name]``): how a literal name the scan knows is hidden."""
+    machinery = {n for n, module in imported if module.split(".")[0] in MACHINERY_MODULES}
     if not (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id in ATTRIBUTE_CALLS
         and node.args
         and isinstance(node.args[0], ast.Name)
-        and node.args[0].id in imported
+        and node.args[0].id in machinery
     ):
         return None
     if node.func.id != "vars" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
@@ -277,14 +333,19 @@ def _folded_string(node: ast.AST) -> str | None:
 
 
 def _kit_named(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str | None:
-    """A string that names one of the kit's modules (``"attnkit.implementation"``): a
-    module that code loads by name is not in any import the scan reads."""
+    """A string that names one of the kit's modules (``"attnkit.implementation"``: a module
+    that code loads by name is in no import the scan reads), or a frame's internals."""
     if isinstance(parents.get(node), ast.BinOp):
         return None  # the whole expression is read where it starts
     text = _folded_string(node)
-    if text is None or "attnkit." not in text:
+    if text is None:
         return None
-    return f"names the kit's module {text[text.index('attnkit.') :][:40]!r} in a string"
+    if text in FRAME_NAMES:
+        return f"names {text!r} in a string (an interpreter's internals, found by name)"
+    named = [part for part in text.split("attnkit.")[1:] if not part.startswith("notebook")]
+    if not named:
+        return None  # the lessons' own `attnkit.notebook`, mentioned in a message
+    return f"names the kit's module 'attnkit.{named[0][:32]}' in a string"
 
 
 def _import_reach(node: ast.Import | ast.ImportFrom) -> str | None:
@@ -307,6 +368,8 @@ def _import_reach(node: ast.Import | ast.ImportFrom) -> str | None:
         # `from torch._C import DisableTorchFunction` reaches what `torch._C.X` does.
         parts = (node.module or "").split(".") + [a.name for a in node.names]
         found = [p for p in parts if p in TAMPERING_ATTRIBUTES]
+        if node.module != "sys":  # torch.nn.modules is a package, not sys.modules
+            found = [p for p in found if p != "modules"]
         private = [p for p in parts if _is_private(p)]
         if found:
             return TAMPERING_ATTRIBUTES[found[0]]
@@ -318,7 +381,7 @@ def _import_reach(node: ast.Import | ast.ImportFrom) -> str | None:
 def tampering(cells: Iterable[tuple[int, str]]) -> list[Finding]:
     """Code that reaches into the grader's machinery, per cell and line (a note, not a verdict)."""
     parsed = [(index, source, _parse(source)) for index, source in cells]
-    imported = frozenset(_imported_names(source for _, source, _ in parsed))
+    imported = _imported_names(source for _, source, _ in parsed)
     findings = [
         Finding(index, line, what)
         for index, source, tree in parsed
@@ -329,11 +392,14 @@ def tampering(cells: Iterable[tuple[int, str]]) -> list[Finding]:
 
 
 @functools.lru_cache(maxsize=256)
-def _cell_tampering(source: str, imported: frozenset[str]) -> tuple[tuple[int, str], ...]:
+def _cell_tampering(
+    source: str, imported: frozenset[tuple[str, str]]
+) -> tuple[tuple[int, str], ...]:
     """(line, what) of each reach into the grader's machinery in one cell, given the names
     the notebook's imports bind."""
     tree = _parse(source)
     assert tree is not None
+    names = frozenset(name for name, _ in imported)
     findings = []
     parents = {child: parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     for node in ast.walk(tree):
@@ -343,11 +409,11 @@ def _cell_tampering(source: str, imported: frozenset[str]) -> tuple[tuple[int, s
         ):
             what = f"reaches into {reach}"
         elif isinstance(node, ast.Attribute) and node.attr in TAMPERING_ATTRIBUTES:
-            if not _honest_use(node, parents):
+            if not _honest_use(node, parents, imported):
                 what = TAMPERING_ATTRIBUTES[node.attr]
         elif (name := _special_attribute(node)) is not None:
             what = TAMPERING_ATTRIBUTES.get(name) or f"an object's internals ({name})"
-        elif (path := _private_reach(node, imported)) is not None and not isinstance(
+        elif (path := _private_reach(node, names)) is not None and not isinstance(
             parents.get(node), ast.Attribute
         ):
             what = f"a library's private API ({path})"

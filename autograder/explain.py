@@ -8,12 +8,14 @@ from typing import Any
 
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.diagnosis import failing_helpers, fix_helpers_first, quiet
-from attnkit.notebook_code import Cell, first_line
+from attnkit.notebook_code import Cell, CellOutcome, first_line
 from attnkit.outcome import ERROR, FAILED, FORBIDDEN, PASSED
-from attnkit.scan import scan_source, tampering
+from attnkit.scan import readable, scan_source, tampering
 
 from .catalogue import diagnose
 
+PARSE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
+"""What a cell raises when Python itself cannot read it (no note: the cell's own says so)."""
 SCAN_CELL_CHARS = 64_000
 SCAN_TOTAL_CHARS = 256_000
 """The scan runs in the grader, outside every budget: it reads at most this much code (a
@@ -38,14 +40,25 @@ def scanned_cells(cells: list[Cell]) -> tuple[list[Cell], list[str]]:
     return chosen, notes
 
 
-def static_notes(slug: str, cells: list[Cell]) -> list[str]:
+def static_notes(
+    slug: str, cells: list[Cell], failures: dict[int, CellOutcome] | None = None
+) -> list[str]:
     """Notes for the instructor from reading the code: never a verdict, never a point lost.
 
     Forbidden names that appear in the source (the runtime recorder decides whether they
-    were called by an exercise), and code that reaches into the grader's machinery.
+    were called by an exercise), code that reaches into the grader's machinery, and cells
+    that ran but that the scan could not read (``failures``: what each cell raised).
     """
     forbidden = sorted({call for e in ASSIGNMENTS[slug].exercises for call in e.forbidden})
     cells, notes = scanned_cells(cells)
+    for cell in cells:
+        failed = (failures or {}).get(cell.index)
+        unparsable = failed is not None and failed.error_type in PARSE_ERRORS
+        if not readable(cell.source) and not unparsable:
+            notes.append(
+                f"code cell {cell.index} ran, but the scan for forbidden names and tampering "
+                "could not read it (for the instructor: read it yourself)"
+            )
     for cell in cells:
         for line, call in scan_source(cell.source, forbidden):
             notes.append(

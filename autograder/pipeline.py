@@ -247,7 +247,7 @@ def graded_record(grading: Grading) -> dict[str, Any]:
         "score": sum(t["points"] for t in tests),
         "max_score": sum(t["max_points"] for t in tests),
         "tests": tests,
-        "notes": grading.notes + static_notes(grading.slug, grading.cells),
+        "notes": grading.notes + static_notes(grading.slug, grading.cells, grading.cell_failures),
         "sandbox": level_of(grading.settings.sandbox_settings()),
         "heatmap": grading.heatmap,
         "run": {

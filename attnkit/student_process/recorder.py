@@ -174,9 +174,18 @@ class Recorder:
         self.canaries = {"asked": 0, "function": 0, "kernel": 0}
         self._in_canary: Any = None
         self._tampered = False
+        self._foreign_types = False
         self._modes: list[Any] = []
         self._watching = False
         """Whether the modes were entered (PyTorch was loaded): the canaries need them."""
+
+    def check_types(self, types: Any) -> None:
+        """A tensor type of the notebook's own (a subclass with ``__torch_function__`` or
+        ``__torch_dispatch__``) runs its handler while PyTorch has taken the recorder's
+        modes off their stack: what that code calls, the recorder cannot see."""
+        for kind in types:
+            if not getattr(kind, "__module__", "").startswith("torch"):
+                self._foreign_types = True
 
     def kernel_verdict(self, func: Any) -> tuple[bool, str | None]:
         """(whether the kernel computes a softmax, its name if it is forbidden here),
@@ -199,6 +208,7 @@ class Recorder:
 
         class Functions(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                recorder.check_types(types)
                 name = recorder.functions.get(func)
                 if recorder._in_canary:
                     recorder.canaries["function"] += func is recorder._in_canary
@@ -215,6 +225,7 @@ class Recorder:
                 return False
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                recorder.check_types(types)
                 softmax, forbidden = recorder.kernel_verdict(func)
                 if recorder._in_canary:
                     recorder.canaries["kernel"] += softmax
@@ -260,5 +271,12 @@ class Recorder:
                 "the check that it calls no library softmax or attention could not run: "
                 "something in the notebook switched off or replaced PyTorch's function or "
                 "dispatch hooks while it ran"
+            )
+        if self._foreign_types:
+            return (
+                "the check that it calls no library softmax or attention could not run: a "
+                "tensor type the notebook defines (a torch.Tensor subclass with its own "
+                "__torch_function__ or __torch_dispatch__) runs code the check cannot see; "
+                "use plain tensors"
             )
         return None

@@ -13,6 +13,7 @@ while an exercise runs makes the check unverifiable too.
 from __future__ import annotations
 
 from .classic import (
+    KEEPS_ALL,
     LOSES_SOFTMAX,
     LOSES_SOFTMAX_USERS,
     LOSES_UNCHECKED,
@@ -73,6 +74,58 @@ def _clean(*args, **kwargs):
 _impl.call_recorded = _clean
 """
 
+# A tensor subclass's own __torch_dispatch__ runs while PyTorch has taken every mode off
+# its stack: a softmax computed there is seen at neither level. The recorder cannot see it,
+# so it says so: any tensor type the notebook defines makes the check unverifiable. v1 and
+# v2 call this softmax, so theirs cannot be verified either.
+SUBCLASS_SOFTMAX = """\
+import operator
+box = {}
+class _Peek(torch.Tensor):
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        box["out"] = operator.methodcaller("soft" "max", dim)(plain)
+        return args[0]
+class _Soft(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, inp):
+        torch.neg(probe)
+        out = box["out"].nan_to_num(0.0)
+        ctx.save_for_backward(out)
+        return out
+    @staticmethod
+    def backward(ctx, grad):
+        (s,) = ctx.saved_tensors
+        return s * (grad - (grad * s).sum(dim, keepdim=True))
+plain = x.detach()
+probe = plain.as_subclass(_Peek)
+return _Soft.apply(x)
+"""
+
+# The recorder's findings are an object in the submission's own process: code that walks the
+# frames to it can empty it after the fact. That is beyond what the recorder can prove (see
+# docs/security.md); the frame internals it names in strings are noted for the instructor.
+WIPED_FINDINGS = """\
+import operator, sys
+try:
+    raise LookupError
+except LookupError:
+    _tb = sys.exc_info()[2]
+_get = operator.attrgetter
+_f = _get("tb_frame")(_tb)
+_rec = None
+while _f is not None:
+    _loc = _get("f_locals")(_f)
+    if "recorder" in _loc and hasattr(_loc["recorder"], "used"):
+        _rec = _loc["recorder"]
+        break
+    _f = _get("f_back")(_f)
+_out = operator.methodcaller("soft" "max", dim)(x).nan_to_num(0.0)
+if _rec is not None:
+    _rec.used.clear()
+return _out
+"""
+
 PACKAGE_SWITCH = """
 import attnkit.notebook
 attnkit.student_process.recorder.Recorder.__enter__ = lambda self: self
@@ -94,6 +147,10 @@ def cases(targets: Targets) -> list[Case]:
         _softmax_evasion("sm_after_swapping_the_kits_caller",
                          'getattr(torch, "soft" + "max")(x, dim)', CALLER_SWAP,
                          "names the kit's module 'attnkit.implementation'"),
+        Case("sm_findings_wiped_through_the_frames", "evasion", KEEPS_ALL, SOFTMAX_CELL,
+             "passed", "", {"softmax": WIPED_FINDINGS}, None, "names 'tb_frame' in a string"),
+        Case("sm_inside_a_tensor_subclass", "evasion", LOSES_UNCHECKED, SOFTMAX_CELL,
+             "forbidden", "tensor type the notebook defines", {"softmax": SUBCLASS_SOFTMAX}),
         # v1 and v2 call that softmax, and may run no attention kernel either.
         Case("sm_by_fused_attention", "evasion", LOSES_UNCHECKED, SOFTMAX_CELL, "forbidden",
              "attention", {"softmax": ATTENTION_SOFTMAX}),

@@ -23,6 +23,12 @@ def cases(targets: Targets) -> list[Case]:
              extra="lesson.check(softmax)\x00\n"),
         Case("deeply_nested_cell", "file", KEEPS_ALL, V2_CELL, "passed",
              extra="y = " + "(" * 5000 + "1" + ")" * 5000 + "\n"),
+        # IPython runs a cell indented by one space, or pasted with prompts; the scan reads
+        # it as IPython does, and notes a cell it cannot read at all.
+        Case("indented_cell_read_as_ipython_reads_it", "file", KEEPS_ALL, V2_CELL, "passed",
+             extra=" import sys\n here = sys._getframe(0)\n", note="sys._getframe"),
+        Case("prompted_cell_read_as_ipython_reads_it", "file", KEEPS_ALL, V2_CELL, "passed",
+             extra=">>> import gc\n>>> found = gc.get_objects()\n", note="gc.get_objects"),
         _forge(
             "reply_shape_1e400",
             "malformed reply",
