@@ -121,6 +121,7 @@ def run_module(
     train: bool = False,
     forward_seed: int | None = None,
     grad_output: np.ndarray | None = None,
+    keep: list[str] | None = None,
 ) -> dict[str, Any]:
     """Build module ``name``, optionally load ``state``, run forward (and backward).
 
@@ -128,6 +129,9 @@ def run_module(
     parameters in the documented order get the documented values. ``grad_output``
     (same shape as the output, or the first output when forward returns a tuple)
     triggers ``backward`` and returns each parameter's gradient under ``grads``.
+    ``keep`` names attributes the module holds after the call (lesson 5's
+    ``last_weights``), described under ``kept``; for a ModuleList ``blocks``, the name
+    ``blocks.last_weights`` gives each block's, in a sequence.
     """
     import torch
 
@@ -157,7 +161,86 @@ def run_module(
         "buffers": {n: b.detach().numpy().copy() for n, b in module.named_buffers()},
         "grads": grads,
         "inputs_after": [_plain_array(t) for t in tensors],
+        "kept": {path: describe(_attribute(module, path)) for path in keep or []},
     }
+
+
+def _attribute(module: Any, path: str) -> Any:
+    """``module.a`` for ``"a"``; for ``"blocks.a"``, ``[block.a for block in module.blocks]``."""
+    if "." not in path:
+        return getattr(module, path, None)
+    container, name = path.split(".", 1)
+    return [getattr(item, name, None) for item in getattr(module, container, None) or []]
+
+
+def train_step(
+    ns: Namespace,
+    vocab_size: int,
+    width: int,
+    inputs: np.ndarray,
+    targets: np.ndarray,
+    learning_rate: float = 0.1,
+    seed: int = 0,
+    name: str = "train_step",
+    steps: int = 1,
+) -> dict[str, Any]:
+    """Call ``train_step(model, optimizer, inputs, targets)`` ``steps`` times (at most 5) on
+    a model and an optimiser the kit builds (an embedding and a linear layer, plain SGD):
+    the result is what the first call returned and the parameters after the last, which a
+    check compares with what the reference's steps give."""
+    import torch
+    from torch import nn
+
+    seed_torch(seed)
+    model = nn.Sequential(nn.Embedding(vocab_size, width), nn.Linear(width, vocab_size))
+    optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
+    step = lookup(ns, name)
+    batch = to_torch(inputs), to_torch(targets)
+    returned = step(model, optimizer, *batch)
+    for _ in range(min(max(steps, 1), 5) - 1):
+        step(model, optimizer, *batch)
+    return {
+        "out": describe(returned),
+        "params": {n: p.detach().numpy().copy() for n, p in model.named_parameters()},
+    }
+
+
+LAYERS = ("attention", "attention_after_positions")
+"""The layers a ``layer_property`` call can hand an exercise (see below)."""
+
+
+def kit_layer(layer: str, seed: int = 0) -> Callable[[Any], Any]:
+    """A layer the kit builds for an exercise to probe: self-attention with the inputs as
+    queries, keys and values (``"attention"``), or the same after adding a fixed position
+    vector (drawn with ``seed``) to each token (``"attention_after_positions"``)."""
+    import torch
+
+    if layer not in LAYERS:
+        raise ValueError(f"unknown layer {layer!r}")
+
+    def attention(x: Any) -> Any:
+        return torch.softmax(x @ x.transpose(-2, -1) / x.shape[-1] ** 0.5, dim=-1) @ x
+
+    if layer == "attention":
+        return attention
+    positions: dict[tuple[int, int], Any] = {}
+
+    def after_positions(x: Any) -> Any:
+        shape = (x.shape[-2], x.shape[-1])
+        if shape not in positions:
+            positions[shape] = torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+        return attention(x + positions[shape])
+
+    return after_positions
+
+
+def layer_property(
+    ns: Namespace, name: str, layer: str, args: list[Any], seed: int = 0
+) -> dict[str, Any]:
+    """Call exercise ``name(layer, *args)`` with a layer the kit builds (see kit_layer)."""
+    call_args = [to_torch(a) for a in args]
+    out = lookup(ns, name)(kit_layer(layer, seed), *call_args)
+    return {"out": describe(out), "inputs_after": [_plain_array(a) for a in call_args]}
 
 
 def load_state(module: Any, state: Mapping[str, np.ndarray]) -> None:
@@ -242,6 +325,8 @@ ADAPTERS: dict[str, Callable[..., dict[str, Any]]] = {
     "run_module": run_module,
     "transfer_weights": transfer_weights,
     "parameter_shapes": parameter_shapes,
+    "train_step": train_step,
+    "layer_property": layer_property,
 }
 
 
@@ -311,6 +396,17 @@ def validate_result(adapter: str, result: Any) -> dict[str, Any]:
         _check_arrays(result.get("params"), "params")
         _check_arrays(result.get("buffers"), "buffers")
         _check_arrays(result.get("grads"), "grads", allow_none=True)
+        _check_inputs_after(result.get("inputs_after"))
+        kept = result.get("kept", {})
+        if not isinstance(kept, dict) or not all(isinstance(k, str) for k in kept):
+            raise MalformedResult("kept is not a mapping of names to outputs")
+        for item in kept.values():
+            _check_description(item)
+    elif adapter == "train_step":
+        _check_description(result.get("out"))
+        _check_arrays(result.get("params"), "params")
+    elif adapter == "layer_property":
+        _check_description(result.get("out"))
         _check_inputs_after(result.get("inputs_after"))
     elif adapter == "transfer_weights":
         if "raised" in result:

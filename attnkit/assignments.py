@@ -79,6 +79,7 @@ LESSONS: tuple[tuple[str, str, str], ...] = (
     ("02_self_attention", "Self-attention in PyTorch", "torch"),
     ("03_causal_attention", "Causal attention", "torch"),
     ("04_multihead_attention", "Multi-head attention", "torch"),
+    ("05_watch_attention_learn", "Watch attention learn", "torch"),
 )
 """(slug, title, framework) of each assignment, in teaching order."""
 

@@ -110,6 +110,20 @@ class Lesson:
                 return candidate
         return own if isinstance(own, str) else None
 
+    def train(self, model: Any, batches: Any, step: Any, **options: Any) -> list[float]:
+        """Train ``model`` with your ``step`` (lesson 5's ``train_step``) and watch the loss
+        fall: see :func:`attnkit.watch.train`. The grader does not run this cell."""
+        from .watch import train
+
+        return train(model, batches, step, **options)
+
+    def show_heads(self, model: Any, ids: Any, **options: Any) -> list[Any]:
+        """Draw what each attention head of ``model`` looks at on ``ids``: see
+        :func:`attnkit.watch.show_heads`. The grader does not run this cell."""
+        from .watch import show_heads
+
+        return show_heads(model, ids, **options)
+
     @contextmanager
     def demo(self) -> Iterator[None]:
         """Run demo code, turning "not implemented yet" into one line instead of a traceback."""

@@ -218,31 +218,56 @@ def parse_python(source: str) -> ast.Module | None:
 CHECK_CELL_CHARS = 20_000
 
 
-def is_check_cell(source: str) -> bool:
-    """True for a cell that only calls the kit's self-check, or holds nothing but comments.
+LESSON_DEMOS = ("train", "show_heads")
+"""The lesson helper's demonstrations (see attnkit.watch): they train and draw for the
+student's eyes, and no exercise is graded on what they do."""
 
-    Such a cell binds no name and changes no state an exercise could read, so skipping it
-    cannot change what any later cell computes. One longer than CHECK_CELL_CHARS is run like
-    any other (running comments does nothing): the grader never parses a huge cell for this.
+
+def is_check_cell(source: str) -> bool:
+    """True for a cell the grader does not run: one that only calls the kit's self-check
+    (``lesson.check(softmax)``) or the lesson helper's demonstrations (``lesson.train(...)``,
+    ``history = lesson.show_heads(...)``), or holds nothing but comments.
+
+    A check binds no name and changes no state an exercise could read. A demonstration
+    trains or draws a model the notebook built, for the student to watch (training takes a
+    minute); the hidden tests build their own, so no grade can depend on it. Its arguments
+    must evaluate nothing (names, constants, attributes, lambdas), or the cell runs. One
+    longer than CHECK_CELL_CHARS is run like any other: the grader never parses a huge cell
+    for this.
     """
     if len(source) > CHECK_CELL_CHARS:
         return False
     tree = parse_python(source)
     if tree is None:
         return False
-    for node in tree.body:
-        call = node.value if isinstance(node, ast.Expr) else None
-        if not (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute)
-            and isinstance(call.func.value, ast.Name)
-            and call.func.value.id == "lesson"
-            and call.func.attr == "check"
-            and all(isinstance(a, ast.Name | ast.Constant) for a in call.args)
-            and not call.keywords
-        ):
-            return False
-    return True
+    return all(_lesson_call(node) for node in tree.body)
+
+
+def _lesson_call(node: ast.stmt) -> bool:
+    """``lesson.check(name)``, or a demonstration called (or assigned to one name) with
+    arguments that evaluate nothing."""
+    single_target = isinstance(node, ast.Assign) and [type(t) for t in node.targets] == [ast.Name]
+    call = node.value if isinstance(node, ast.Expr) or single_target else None
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == "lesson"
+    ):
+        return False
+    if call.func.attr == "check":
+        plain = all(isinstance(a, ast.Name | ast.Constant) for a in call.args)
+        return isinstance(node, ast.Expr) and plain and not call.keywords
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    return call.func.attr in LESSON_DEMOS and all(_inert(a) for a in arguments)
+
+
+def _inert(node: ast.expr) -> bool:
+    """An argument whose evaluation runs no code of the notebook's (a lambda's body runs
+    only if called, which only the skipped helper would do)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name | ast.Constant | ast.Lambda)
 
 
 # -- running cells ------------------------------------------------------------------------------

@@ -72,6 +72,28 @@ class Probe:
             init_kwargs=init_kwargs,
         )["shapes"]
 
+    def train_step(
+        self, vocab_size: int, width: int, inputs: Any, targets: Any, **kwargs: Any
+    ) -> dict[str, Any]:
+        """One call of the exercise's training step on a model the kit builds (see
+        adapters.train_step)."""
+        return self._run(
+            "train_step",
+            name=self.exercise.name,
+            vocab_size=vocab_size,
+            width=width,
+            inputs=inputs,
+            targets=targets,
+            **kwargs,
+        )
+
+    def with_layer(self, layer: str, *args: Any, seed: int = 0) -> dict[str, Any]:
+        """Call the exercise with a layer the kit builds, then ``args`` (see
+        adapters.layer_property)."""
+        return self._run(
+            "layer_property", name=self.exercise.name, layer=layer, args=list(args), seed=seed
+        )
+
     def sibling(self, exercise: Exercise) -> Probe:
         """A probe for another exercise of the same implementation."""
         return Probe(self.impl, exercise, self.framework)

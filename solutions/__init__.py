@@ -8,6 +8,8 @@ One module per idea, in teaching order:
 * :mod:`.scaled_dot_product`  lesson 3: the causal mask and scaled dot-product attention
 * :mod:`.causal_attention`    lesson 3: CausalAttention
 * :mod:`.multihead_attention` lesson 4: the multi-head wrapper and fused multi-head attention
+* :mod:`.tiny_transformer`    lesson 5: a tiny transformer around lesson 4's layer, trained
+* :mod:`.attention_heads`     lesson 5: head detectors, padding masks, scaling, positions
 
 These are instructor material: they never ship in the student bundle.
 """
