@@ -188,12 +188,11 @@ def train_step(
     a model and an optimiser the kit builds (an embedding and a linear layer, plain SGD):
     the result is what the first call returned and the parameters after the last, which a
     check compares with what the reference's steps give."""
-    import torch
     from torch import nn
 
     seed_torch(seed)
     model = nn.Sequential(nn.Embedding(vocab_size, width), nn.Linear(width, vocab_size))
-    optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
+    optimizer = PlainSGD(list(model.parameters()), learning_rate)
     step = lookup(ns, name)
     batch = to_torch(inputs), to_torch(targets)
     returned = step(model, optimizer, *batch)
@@ -203,6 +202,31 @@ def train_step(
         "out": describe(returned),
         "params": {n: p.detach().numpy().copy() for n, p in model.named_parameters()},
     }
+
+
+class PlainSGD:
+    """Gradient descent with the two methods a training step calls, ``zero_grad`` and
+    ``step``, as ``torch.optim.SGD(params, lr)`` does them. (A ``torch.optim`` optimiser
+    would load PyTorch's compiler, a second, into every graded process.)"""
+
+    def __init__(self, params: list[Any], lr: float) -> None:
+        self.params, self.lr = params, lr
+        self.param_groups = [{"params": params, "lr": lr}]
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for param in self.params:
+            if set_to_none:
+                param.grad = None
+            elif param.grad is not None:
+                param.grad.zero_()
+
+    def step(self) -> None:
+        import torch
+
+        with torch.no_grad():
+            for param in self.params:
+                if param.grad is not None:
+                    param.add_(param.grad, alpha=-self.lr)
 
 
 LAYERS = ("attention", "attention_after_positions")

@@ -10,11 +10,12 @@ with the reference on random inputs is *likely equivalent*, waiting for a judgem
 
 from __future__ import annotations
 
-L1, L2, L3, L4 = (
+L1, L2, L3, L4, L5 = (
     "01_numpy_attention",
     "02_self_attention",
     "03_causal_attention",
     "04_multihead_attention",
+    "05_watch_attention_learn",
 )
 GUARD = "if num_tokens > self.mask.shape[0]:"
 RAISE_T = (
@@ -160,6 +161,65 @@ JUDGED: list[tuple[str, str, str, tuple[str, ...], str]] = [
         "scores = queries @ keys.transpose(-2, -1) / self.head_dim ** 0.5",
         ("-2 -> 2",),
         "keys is always 4-d [batch, heads, T, head_dim]: dim 2 is dim -2",
+    ),
+    (
+        L5,
+        "MultiHeadAttention",
+        "scores = queries @ keys.transpose(-2, -1) / self.head_dim ** 0.5",
+        ("-2 -> 2",),
+        "keys is always 4-d [batch, heads, T, head_dim]: dim 2 is dim -2",
+    ),
+    (
+        L5,
+        "MultiHeadAttention",
+        "self.last_weights = weights.detach()",
+        ("weights.detach() -> weights",),
+        "detaching changes no value, only whether the stored weights keep the graph alive",
+    ),
+    (
+        L5,
+        "MultiHeadAttention",
+        "blocked = blocked | padding",
+        ("blocked | padding -> padding | blocked",),
+        "| is symmetric",
+    ),
+    (
+        L5,
+        "padding_causal_mask",
+        "return (future[None, :, :] | padding[:, None, :])[:, None, :, :]",
+        ("future[None, :, :] | padding[:, None, :] -> padding[:, None, :] | future[None, :, :]",),
+        "| is symmetric",
+    ),
+    (
+        L5,
+        "TinyTransformer",
+        "positions = torch.arange(ids.shape[-1], device=ids.device)",
+        ("-1 -> 1",),
+        "ids is [batch, T] by contract: dim 1 is dim -1",
+    ),
+    (
+        L5,
+        "softmax_jacobian_norm",
+        "jacobian = torch.diag_embed(s) - s[..., :, None] * s[..., None, :]",
+        (
+            "torch.diag_embed(s) - s[..., :, None] * s[..., None, :] -> "
+            "s[..., :, None] * s[..., None, :] - torch.diag_embed(s)",
+        ),
+        "the norm of -J is the norm of J",
+    ),
+    (
+        L5,
+        "softmax_jacobian_norm",
+        "jacobian = torch.diag_embed(s) - s[..., :, None] * s[..., None, :]",
+        ("(..., :, None) -> (:, ..., None)",),
+        "s[:, ..., None] and s[..., :, None] both add a last axis, whatever the rank",
+    ),
+    (
+        L5,
+        "permutation_gap",
+        "return (layer(x[:, perm]) - layer(x)[:, perm]).abs().max().item()",
+        ("layer(x[:, perm]) - layer(x)[:, perm] -> layer(x)[:, perm] - layer(x[:, perm])",),
+        "the absolute difference is symmetric",
     ),
 ]
 """Survivors a human judged equivalent: (slug, exercise, statement, changes, why)."""

@@ -6,6 +6,13 @@ import numpy as np
 import pytest
 
 from attnkit.compare import CheckFailed, expect_array, expect_kind
+from attnkit.selfcheck.dropout import (
+    expect_dropout_rate,
+    expect_dropped_weights,
+    readable_state,
+    token_permutations,
+    weights_in_output,
+)
 from attnkit_autograder.harness import grade
 from attnkit_autograder.heads_checkpoint import load_patterns
 from attnkit_autograder.suite_support import contract, randn, same_call, same_module
@@ -51,6 +58,36 @@ def test_mha_matches_reference_and_keeps_its_weights(submission, reference, d, h
         seed=heads, keep=["last_weights"],
     )  # fmt: skip
     same_weights(got, want)
+
+
+@grade("test_mha_keeps_weights")
+@contract(
+    "MultiHeadAttention",
+    "dropout on the weights in training mode only",
+    "after softmax and before dropout",
+)
+def test_mha_dropout_in_training_only(submission, reference) -> None:
+    # Each head's weights are read from the output (one-hot tokens, values that copy them
+    # twice, out_proj the identity): one draw for all heads or one per head both pass.
+    p, tokens, heads = 0.3, 5, 2
+    x = token_permutations(10, tokens, seed=8)
+    init = [tokens, heads * 2 * tokens, tokens, p, heads]
+    base = reference.probe("MultiHeadAttention").module(init, [x], seed=9)
+    state = readable_state(base["params"], heads=heads, tokens=tokens)
+    want = reference.probe("MultiHeadAttention").module(
+        init, [x], state=state, keep=["last_weights"]
+    )
+    got = submission.probe("MultiHeadAttention").module(init, [x], state=state)
+    expect_array(got["out"], want["out"]["array"], what="the output in eval mode", **T)
+    trained = submission.probe("MultiHeadAttention").module(
+        init, [x], state=state, train=True, forward_seed=10, keep=["last_weights"]
+    )
+    expect_kind(trained["out"], "tensor", "the output in training mode")
+    weights = weights_in_output(want["out"]["array"], x, heads=heads)
+    shown = weights_in_output(trained["out"]["array"], x, heads=heads, what="the output")
+    dropped, counted = expect_dropped_weights(shown, weights, p)
+    expect_dropout_rate(dropped, counted, p)
+    same_weights(trained, want, "self.last_weights in training mode")
 
 
 @grade("test_mha_keeps_weights")
@@ -148,9 +185,9 @@ def test_three_steps_match_reference(submission, reference) -> None:
     "the mean of weights[..., i, i - offset] over the queries i >= offset",
     "(not modified)",
 )
-@pytest.mark.parametrize("offset", [0, 1, 3])
-def test_diagonal_score_matches_reference(submission, reference, offset) -> None:
-    same_call(submission, reference, "diagonal_score", causal_pattern(2, 3, 6, 6, seed=offset),
+@pytest.mark.parametrize(("offset", "shape"), [(0, (2, 3, 6, 6)), (1, (4, 6, 6)), (3, (6, 6))])
+def test_diagonal_score_matches_reference(submission, reference, offset, shape) -> None:
+    same_call(submission, reference, "diagonal_score", causal_pattern(*shape, seed=offset),
               offset, **T)  # fmt: skip
 
 
