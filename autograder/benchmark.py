@@ -325,6 +325,14 @@ def against_nbgrader(work: Path, slug: str, sample: int, ours: float) -> list[st
     ]
 
 
+def beside(slug: str, count: int, per: float, work: Path, jobs: int, timeout: float) -> str:
+    """The same measurement for another lesson, and its cost against the first one's."""
+    folder = work / f"subs-{slug}"
+    build_submissions(folder, slug, count)
+    other = bench_attnkit(folder, work / f"out-{slug}", jobs, timeout)["wall"] / count
+    return f"{slug}, {count} submissions: {other:.3f} s/submission, {other / per:.2f}x the first"
+
+
 def class_of(count: int, folder: Path, work: Path, jobs: int, timeout: float) -> float:
     """Wall seconds for ``attnkit grade`` of the first ``count`` submissions: what a small
     class waits, start-up included."""
@@ -342,6 +350,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nbgrader-sample", type=int, default=12)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--timeout", type=float, default=5.0, help="attnkit's per-call timeout")
+    parser.add_argument(
+        "--beside",
+        default="05_watch_attention_learn",
+        metavar="LESSON",
+        help="also grade as many submissions of this lesson and print its cost beside (none: '')",
+    )
     parser.add_argument(
         "--profile",
         type=Path,
@@ -378,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
             say(line)
         small = class_of(10, work / "subs", work, args.jobs, args.timeout)
         say(f"a class of 10, start-up included: {small:.1f} s")
+        if args.beside and args.beside != args.assignment:
+            say(beside(args.beside, args.submissions, per, work, args.jobs, args.timeout))
         for line in against_nbgrader(work, args.assignment, args.nbgrader_sample, per):
             say(line)
         student = bench_check(args.assignment, work)

@@ -191,11 +191,41 @@ def lesson_4(impl: Any, n: int) -> Pipeline:
     ]
 
 
+def lesson_5(impl: Any, n: int) -> Pipeline:
+    """Each head's weights as lesson 5's layer keeps them (``last_weights``), on the
+    sentence's embeddings with fixed projections: the layer's own record of its forward pass."""
+    ids, _ = sentence()
+    x = embeddings(ids, np.float32)[None]
+    width = HEATMAP_WIDTH
+    state = {
+        "W_query.weight": projection(31, width, np.float32).T,
+        "W_key.weight": projection(32, width, np.float32).T,
+        "W_value.weight": projection(33, width, np.float32).T,
+        "out_proj.weight": np.eye(width, dtype=np.float32),
+        "out_proj.bias": np.zeros(width, dtype=np.float32),
+    }
+
+    def maps() -> list[np.ndarray]:
+        out = impl.run(
+            "run_module", name="MultiHeadAttention", init_args=[width, width, n, 0.0, HEADS],
+            inputs=[x], state=state, keep=["last_weights"],
+        )  # fmt: skip
+        kept = out["kept"]["last_weights"]
+        array = np.asarray(kept.get("array"), dtype=np.float64)
+        if array.shape != (1, HEADS, n, n):
+            raise ValueError(f"self.last_weights has shape {list(array.shape)}, expected "
+                             f"[1, {HEADS}, {n}, {n}]")  # fmt: skip
+        return [array[0, h] for h in range(HEADS)]
+
+    return [([f"MultiHeadAttention, head {h}" for h in range(HEADS)], maps)]
+
+
 PIPELINES = {
     "01_numpy_attention": (lesson_1, True),
     "02_self_attention": (lesson_2, False),
     "03_causal_attention": (lesson_3, True),
     "04_multihead_attention": (lesson_4, True),
+    "05_watch_attention_learn": (lesson_5, True),
 }
 """Per lesson: the pipeline that draws its maps, and whether its attention is causal."""
 

@@ -259,9 +259,10 @@ def summary_table(records: list[dict[str, Any]]) -> str:
     if not rows:
         return "no graded cells"
     width = max(len(g) for _, g in rows) + 2
-    lines = [f"{'assignment':<24}{'graded cell':<{width}}passed"]
+    first = max(24, max(len(s) for s, _ in rows) + 2)
+    lines = [f"{'assignment':<{first}}{'graded cell':<{width}}passed"]
     for (slug, grade_id), (passed, total) in sorted(rows.items()):
-        lines.append(f"{slug:<24}{grade_id:<{width}}{passed}/{total}")
+        lines.append(f"{slug:<{first}}{grade_id:<{width}}{passed}/{total}")
     errors = sum(r["status"] == "error" for r in records)
     lines.append(f"{len(records)} submissions, {errors} could not be graded")
     return "\n".join(lines)
