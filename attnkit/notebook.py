@@ -110,19 +110,24 @@ class Lesson:
                 return candidate
         return own if isinstance(own, str) else None
 
-    def train(self, model: Any, batches: Any, step: Any, **options: Any) -> list[float]:
+    def train(self, model: Any, batches: Any, step: Any, **options: Any) -> list[float] | None:
         """Train ``model`` with your ``step`` (lesson 5's ``train_step``) and watch the loss
-        fall: see :func:`attnkit.watch.train`. The grader does not run this cell."""
+        fall: see :func:`attnkit.watch.train`. The grader does not run this cell. Until the
+        exercises it uses are done, it prints one line instead."""
         from .watch import train
 
-        return train(model, batches, step, **options)
+        with self.demo():
+            return train(model, batches, step, **options)
+        return None
 
-    def show_heads(self, model: Any, ids: Any, **options: Any) -> list[Any]:
+    def show_heads(self, model: Any, ids: Any, **options: Any) -> list[Any] | None:
         """Draw what each attention head of ``model`` looks at on ``ids``: see
         :func:`attnkit.watch.show_heads`. The grader does not run this cell."""
         from .watch import show_heads
 
-        return show_heads(model, ids, **options)
+        with self.demo():
+            return show_heads(model, ids, **options)
+        return None
 
     @contextmanager
     def demo(self) -> Iterator[None]:

@@ -333,6 +333,15 @@ def beside(slug: str, count: int, per: float, work: Path, jobs: int, timeout: fl
     return f"{slug}, {count} submissions: {other:.3f} s/submission, {other / per:.2f}x the first"
 
 
+def small_and_beside(args: argparse.Namespace, per: float, work: Path) -> list[str]:
+    """A class of 10, start-up included; and the lesson ``--beside``, against the first."""
+    small = class_of(10, work / "subs", work, args.jobs, args.timeout)
+    lines = [f"a class of 10, start-up included: {small:.1f} s"]
+    if args.beside and args.beside != args.assignment:
+        lines.append(beside(args.beside, args.submissions, per, work, args.jobs, args.timeout))
+    return lines
+
+
 def class_of(count: int, folder: Path, work: Path, jobs: int, timeout: float) -> float:
     """Wall seconds for ``attnkit grade`` of the first ``count`` submissions: what a small
     class waits, start-up included."""
@@ -343,7 +352,8 @@ def class_of(count: int, folder: Path, work: Path, jobs: int, timeout: float) ->
     return bench_attnkit(small, work / f"out-{count}", jobs, timeout)["wall"]
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The benchmark's command line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--assignment", default="02_self_attention")
     parser.add_argument("--submissions", type=int, default=200)
@@ -363,7 +373,11 @@ def main(argv: list[str] | None = None) -> int:
         help="also write DIR/attnkit-grade.svg, a py-spy flame graph of every grader, sandbox "
         "and worker process, and DIR/summary.txt, these figures",
     )
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
     lines: list[str] = []
 
     def say(line: str) -> None:
@@ -390,10 +404,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         for line in where_time_went(ours, args.jobs, args.submissions):
             say(line)
-        small = class_of(10, work / "subs", work, args.jobs, args.timeout)
-        say(f"a class of 10, start-up included: {small:.1f} s")
-        if args.beside and args.beside != args.assignment:
-            say(beside(args.beside, args.submissions, per, work, args.jobs, args.timeout))
+        for line in small_and_beside(args, per, work):
+            say(line)
         for line in against_nbgrader(work, args.assignment, args.nbgrader_sample, per):
             say(line)
         student = bench_check(args.assignment, work)

@@ -41,11 +41,13 @@ def expected_attention(
         return projected.view(batch, tokens, heads, -1).transpose(1, 2)
 
     q, k, v = split("W_query"), split("W_key"), split("W_value")
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
-        torch.from_numpy(blocked), -torch.inf
-    )
-    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
-    merged = (weights @ v).transpose(1, 2).reshape(batch, tokens, -1)
+    # PyTorch's own attention, whose bool mask means "may attend": the opposite polarity.
+    visible_keys = ~torch.from_numpy(blocked)
+    attended = F.scaled_dot_product_attention(q, k, v, attn_mask=visible_keys)
+    merged = torch.where(attended.isnan(), 0.0, attended).transpose(1, 2).reshape(batch, tokens, -1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    weights = F.softmax(scores + torch.where(visible_keys, 0.0, -math.inf), dim=-1)
+    weights = torch.where(weights.isnan(), 0.0, weights)
     out = F.linear(merged, p["out_proj.weight"], p.get("out_proj.bias"))
     return out.numpy(), weights.numpy()
 
