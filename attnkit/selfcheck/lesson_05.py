@@ -45,7 +45,7 @@ def expected_attention(
     visible_keys = ~torch.from_numpy(blocked)
     attended = F.scaled_dot_product_attention(q, k, v, attn_mask=visible_keys)
     merged = torch.where(attended.isnan(), 0.0, attended).transpose(1, 2).reshape(batch, tokens, -1)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(q.shape[-1])
     weights = F.softmax(scores + torch.where(visible_keys, 0.0, -math.inf), dim=-1)
     weights = torch.where(weights.isnan(), 0.0, weights)
     out = F.linear(merged, p["out_proj.weight"], p.get("out_proj.bias"))

@@ -129,10 +129,10 @@ def permutation_gap(layer, x, perm):
         "end",
         None,
         """
-with torch.no_grad():
-    probe = torch.randn(1, 6, 16)
+probe = torch.randn(1, 6, 16)
+for trial in range(3):
     order = torch.randperm(6)
-print(permutation_gap(lambda v: v * 2, probe, order))
+    print(trial, permutation_gap(lambda v: v * 2, probe, order))
 """,
     ),
 ]
