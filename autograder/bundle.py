@@ -122,7 +122,7 @@ fails, and often which classic mistake you made.
 From a terminal, the same checks for a whole notebook:
 
 ```bash
-.venv/bin/attnkit check 1          # or 2, 3, 4; looks in notebooks/
+.venv/bin/attnkit check 1          # or 2 to 5; looks in notebooks/
 .venv/bin/attnkit check --notebook notebooks/02_self_attention.ipynb
 ```
 
