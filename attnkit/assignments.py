@@ -1,4 +1,4 @@
-"""The four assignments and their exercises: the one list every other part reads.
+"""The assignments and their exercises: the one list every other part reads.
 
 An *exercise* is a name the student defines in a solution cell (a function, a class
 whose methods they complete, or a constant). The self-check, the hidden suites, the
