@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import signal
 import sys
 import traceback
@@ -120,7 +121,7 @@ def _source_text(source: Any) -> str:
 
 def read_cells(path: Path, raw: bytes | None = None) -> list[Cell]:
     """The code cells of ``path`` (whose bytes are ``raw`` when the caller read them
-    already), in order. A .py file counts as one cell."""
+    already), in order. A .py file is cut into cells where Jupyter's export marks them."""
     try:
         raw = path.read_bytes() if raw is None else raw
     except OSError as exc:
@@ -133,7 +134,7 @@ def read_cells(path: Path, raw: bytes | None = None) -> list[Cell]:
             "Save the notebook again from Jupyter, which always writes UTF-8.",
         ) from None
     if path.suffix.lower() == ".py":
-        return [Cell(1, text.replace("\r\n", "\n"))]
+        return python_cells(text.replace("\r\n", "\n"))
     if not text.strip():
         raise NotebookError(f"{path}: is empty.", "Submit the notebook you worked in.")
     notebook = _notebook_json(path, text)
@@ -151,6 +152,27 @@ def read_cells(path: Path, raw: bytes | None = None) -> list[Cell]:
             grade_id = value if isinstance(value, str) else None
         found.append(Cell(len(found) + 1, source, grade_id))
     return found
+
+
+CELL_MARKER = re.compile(r"^# (?:In\[[ 0-9]*\]:|%%)")
+"""Where a notebook exported as Python starts a cell: Jupyter's "Download as Python"
+writes ``# In[3]:`` (``# In[ ]:`` for a cell never run), jupytext's percent format
+``# %%``."""
+
+
+def python_cells(text: str) -> list[Cell]:
+    """A notebook exported as Python, cut back into its cells at the export's markers (a
+    file without any is one cell): each cell then runs, fails and is skipped on its own,
+    as in the notebook it came from."""
+    chunks: list[list[str]] = [[]]
+    for line in text.split("\n"):
+        if CELL_MARKER.match(line):
+            chunks.append([])
+        else:
+            chunks[-1].append(line)
+    sources = ["\n".join(chunk).strip("\n") for chunk in chunks]
+    code = [source for source in sources if source.strip()]
+    return [Cell(index, source) for index, source in enumerate(code or [""], start=1)]
 
 
 def _notebook_json(path: Path, text: str) -> dict[str, Any]:

@@ -28,6 +28,8 @@ def train(
     import torch
     from tqdm.auto import tqdm
 
+    # tqdm's monitor is a thread that outlives the loop: none, so the cell leaves none.
+    tqdm.monitor_interval = 0
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     model.train()
     losses: list[float] = []

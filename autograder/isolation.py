@@ -166,6 +166,7 @@ class IsolatedSubmission:
         self.stopped_cells: set[int] = set()
         self.thread_cells: set[int] = set()
         """Cells after which more threads were running than before them."""
+        self.thread_noted: set[int] = set()
         self.threads = 0
         """Threads the current worker's cells have left running so far."""
         self.stop_notes: list[str] = []
@@ -215,16 +216,21 @@ class IsolatedSubmission:
                     note = self._run_cell(cell)
                     if note is not None:
                         notes.append(note)
-                if self.thread_cells - self.stopped_cells:
+                if self.threads and self.thread_cells:
                     # The recorder watches the exercise's own thread only: the hidden tests
-                    # run in a worker without the cells that left threads running.
-                    for index in sorted(self.thread_cells - self.stopped_cells):
-                        self.stopped_cells.add(index)
-                        self.stop_notes.append(
-                            f"code cell {index} left a thread running; the exercises were "
-                            "graded without that cell (stop the threads a cell starts, e.g. "
-                            "close a progress bar, if that cell defines something graded)"
+                    # run in a worker without the cells that left threads running (a cell
+                    # stopped at its time limit may have left one too).
+                    for index in sorted(self.thread_cells - self.thread_noted):
+                        stopped = "was stopped at its time limit and " * (
+                            index in self.stopped_cells
                         )
+                        self.stop_notes.append(
+                            f"code cell {index} {stopped}left a thread running; the exercises "
+                            "were graded without that cell (stop the threads a cell starts, "
+                            "e.g. close a progress bar, if that cell defines something graded)"
+                        )
+                    self.thread_noted |= self.thread_cells
+                    self.stopped_cells |= self.thread_cells
                     self._stop_worker()
                     continue
             except _CellStopped as stopped:

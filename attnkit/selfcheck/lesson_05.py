@@ -263,6 +263,18 @@ def jacobian_norms(probe: Probe) -> None:
     expect_array(got, f32(0.5, 0.0, 0.5), kind="tensor")
 
 
+@visible(SLUG, "softmax_jacobian_norm", "stays finite and right for nearly saturated float32 rows")
+def jacobian_saturated(probe: Probe) -> None:
+    scores = np.random.default_rng(5506).normal(size=(6, 5)).astype(np.float32) * 30
+    got = probe.call(scores)["out"]
+    # PyTorch's own Jacobian of softmax, row by row, as the oracle.
+    rows = [
+        torch.autograd.functional.jacobian(lambda r: torch.softmax(r, dim=-1), row).norm()
+        for row in torch.from_numpy(scores)
+    ]
+    expect_array(got, torch.stack(rows).numpy(), kind="tensor", atol=1e-6)
+
+
 @visible(SLUG, "permutation_gap", "0 for attention alone; the largest difference after positions")
 def permutation_gaps(probe: Probe) -> None:
     x = np.random.default_rng(5504).normal(size=(1, 5, 4)).astype(np.float32)

@@ -2,8 +2,11 @@
 # expect: MultiHeadAttention=padding_ignored
 class MultiHeadAttention:
     def forward(self, x, padding=None):
-        n, T, _ = x.shape
-        heads = lambda y: y.unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
+        T = x.shape[1]
+
+        def heads(y):
+            return y.unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
+
         q, k, v = heads(self.W_query(x)), heads(self.W_key(x)), heads(self.W_value(x))
         scores = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(self.head_dim)
         scores = scores.masked_fill(self.mask[:T, :T], float("-inf"))

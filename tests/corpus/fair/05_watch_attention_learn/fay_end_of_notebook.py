@@ -61,11 +61,15 @@ return loss.item()
     ),
     ("delete", "layer head  current previous", None),
     ("delete", "attention after positions: gap", None),
-    ("replace", "lesson.check(diagonal_score)", "# diagonal_score etc.: see the end of the notebook"),
+    (
+        "replace",
+        "lesson.check(diagonal_score)",
+        "# diagonal_score etc.: see the end of the notebook",
+    ),
     (
         "end",
         None,
-        '''
+        """
 def diagonal_score(weights, offset):
     T = weights.shape[-1]
     i = torch.arange(offset, T)
@@ -100,7 +104,7 @@ def permutation_gap(layer, x, perm):
     out_perm = layer(x[:, perm])
     perm_out = layer(x)[:, perm]
     return (out_perm - perm_out).abs().max().item()
-''',
+""",
     ),
     (
         "end",

@@ -14,7 +14,7 @@ EDITS = [
     (
         "below",
         "MultiHeadAttention",
-        '''
+        """
 def _mha_forward(self, x, padding=None):
     B, T, _ = x.shape
     shape = (B, T, self.num_heads, self.head_dim)
@@ -33,7 +33,7 @@ def _mha_forward(self, x, padding=None):
 
 
 MultiHeadAttention.forward = _mha_forward
-''',
+""",
     ),
     (
         "below",

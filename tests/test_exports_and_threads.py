@@ -1,0 +1,64 @@
+"""A notebook exported as Python runs cell by cell, as in Jupyter; a cell stopped at its time
+limit that left a thread behind is graded without, like any cell that leaves one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from attnkit.notebook_code import python_cells
+from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.discovery import Submission
+from attnkit_autograder.pipeline import GradeSettings, grade_submission
+
+ROOT = Path(__file__).resolve().parents[1]
+
+EXPORTED = """#!/usr/bin/env python
+# coding: utf-8
+
+# # Lesson 2
+
+# In[1]:
+
+
+import torch
+
+
+# In[ ]:
+
+
+lesson.check(softmax)
+
+# %%
+x = 1
+"""
+
+
+def test_an_exported_notebook_is_cut_at_its_cell_markers() -> None:
+    cells = python_cells(EXPORTED)
+    assert [c.source for c in cells][1:] == ["import torch", "lesson.check(softmax)", "x = 1"]
+    assert [c.is_check_cell for c in cells] == [True, False, True, False]
+    assert [c.index for c in cells] == [1, 2, 3, 4]
+    assert [c.source for c in python_cells("y = 2\nprint(y)\n")] == ["y = 2\nprint(y)"]
+
+
+LINGERING_LOOP = """
+import threading, time
+threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+while True:
+    pass
+"""
+
+
+@pytest.mark.slow
+def test_a_stopped_cell_that_left_a_thread_costs_no_exercise(tmp_path: Path) -> None:
+    slug = "02_self_attention"
+    notebook = fill_notebook(released_notebook(slug, ROOT / "assignments"), slug)
+    notebook["cells"].append(
+        {"cell_type": "code", "metadata": {}, "outputs": [], "source": LINGERING_LOOP}
+    )
+    path = write_notebook(notebook, tmp_path / f"ann_{slug}.ipynb")
+    record = grade_submission(Submission("ann", slug, path), GradeSettings(cell_timeout=3))
+    assert record["score"] == record["max_score"], [t["message"] for t in record["tests"]]
+    assert any("stopped at its time limit and left a thread" in n for n in record["notes"])
