@@ -106,9 +106,15 @@ def cmd_course_init(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Build a small class of submissions and grade it, to show what the kit does."""
+    from attnkit.assignments import get_assignment
+
     from . import demo
 
-    return demo.run_demo(args.out, args.jobs)
+    try:
+        slug = get_assignment(args.lesson).slug
+    except KeyError as exc:
+        raise KitError(exc.args[0]) from None
+    return demo.run_demo(args.out, args.jobs, slug)
 
 
 def register(commands: Any) -> None:
@@ -182,6 +188,9 @@ def add_demo(commands: Any) -> None:
     )
     demo.add_argument(
         "--jobs", type=int, default=os.cpu_count() or 1, help="grader processes (default: cores)"
+    )
+    demo.add_argument(
+        "--lesson", default="2", help="the lesson whose class is graded, e.g. 5 (default: 2)"
     )
     demo.set_defaults(handler=cmd_demo)
 

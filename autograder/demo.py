@@ -1,4 +1,5 @@
-"""``attnkit demo``: build a small class of lesson-2 submissions and grade it, offline.
+"""``attnkit demo``: build a small class of submissions of one lesson (lesson 2 unless told
+otherwise) and grade it, offline.
 
 The class is made from the released student notebook, the way the kit's tests and
 benchmark make their submissions (:mod:`attnkit_autograder.corpus`):
@@ -6,7 +7,8 @@ benchmark make their submissions (:mod:`attnkit_autograder.corpus`):
 * two students whose answers are correct;
 * four students who each made one classic mistake from ``mistakes.toml``;
 * a hostile student whose extra cell patches ``numpy``, ``torch`` and ``builtins`` so that
-  a test running in the student's own kernel would be fooled;
+  a test running in the student's own kernel would be fooled (lesson 2's returns zeros from
+  ``SelfAttention_v2``; another lesson's makes its first exercise's first classic mistake);
 * a damaged file (broken JSON), which must be listed as an error, never as a silent 0.
 
 It then runs ``attnkit grade --feedback`` on them, exactly as an instructor would, so
@@ -98,50 +100,77 @@ CLASS: tuple[DemoStudent, ...] = (
 )
 
 
-def released_dir() -> contextlib.AbstractContextManager[Path]:
+def demo_class(slug: str) -> tuple[DemoStudent, ...]:
+    """Lesson 2's hand-picked class; for another lesson, the same roles with the first
+    classic mistake of each of its first four exercises that has one."""
+    if slug == SLUG:
+        return CLASS
+    firsts: dict[str, str] = {}
+    for mistake in load_mistakes():
+        if mistake.assignment == slug and mistake.exercise not in firsts:
+            firsts[mistake.exercise] = mistake.key
+    chosen = list(firsts.items())[:4]
+    mistaken = [
+        DemoStudent(name, f"classic mistake in {exercise}: {key.rsplit('/', 1)[-1]}", key)
+        for name, (exercise, key) in zip(("cam", "dee", "eve", "fox"), chosen, strict=False)
+    ]
+    hostile = DemoStudent(
+        "gus", f"hostile: a classic mistake in {chosen[0][0]}, and patches numpy/torch/builtins "
+        "so that comparisons always succeed", chosen[0][1], hostile=True,
+    )  # fmt: skip
+    return (CLASS[0], CLASS[1], *mistaken, hostile, CLASS[-1])
+
+
+def released_dir(slug: str) -> contextlib.AbstractContextManager[Path]:
     """The folder of released notebooks: ``assignments/`` of a clone, or, for a
     non-editable install (which ships only the source notebooks), one generated now."""
     clone = Path(__file__).resolve().parent.parent / "assignments"
-    if (clone / SLUG / f"{SLUG}.ipynb").is_file():
+    if (clone / slug / f"{slug}.ipynb").is_file():
         return contextlib.nullcontext(clone)
-    return _generated_released()
+    return _generated_released(slug)
 
 
 @contextlib.contextmanager
-def _generated_released() -> Iterator[Path]:
+def _generated_released(slug: str) -> Iterator[Path]:
     from .course import generate_released
 
     with tempfile.TemporaryDirectory(prefix="attnkit-demo-released-") as tmp:
-        generate_released(Path(tmp), [SLUG])
+        generate_released(Path(tmp), [slug])
         yield Path(tmp)
 
 
-def submission_notebook(student: DemoStudent, released: dict[str, Any]) -> dict[str, Any]:
+def submission_notebook(
+    student: DemoStudent, released: dict[str, Any], slug: str
+) -> dict[str, Any]:
     """The notebook ``student`` hands in."""
+    mistakes = {m.key: m for m in load_mistakes()}
+    if student.mistake and student.mistake not in mistakes:
+        raise KitError(f"the demo's mistake {student.mistake} is not in mistakes.toml.")
+    mistake = mistakes.get(student.mistake or "")
     if student.hostile:
-        filled = fill_notebook(released, SLUG, {"SelfAttention_v2": "sabotage()\n" + ZEROS_V2})
-        return add_cell(filled, SABOTAGE)
-    if student.mistake:
-        mistakes = {m.key: m for m in load_mistakes()}
-        if student.mistake not in mistakes:
-            raise KitError(f"the demo's mistake {student.mistake} is not in mistakes.toml.")
-        mistake = mistakes[student.mistake]
-        return fill_notebook(released, SLUG, {mistake.exercise: mistake.code})
-    return fill_notebook(released, SLUG)
+        if slug == SLUG:
+            answers = {"SelfAttention_v2": "sabotage()\n" + ZEROS_V2}
+        else:
+            assert mistake is not None
+            answers = {mistake.exercise: "sabotage()\n" + mistake.code}
+        return add_cell(fill_notebook(released, slug, answers), SABOTAGE)
+    if mistake is not None:
+        return fill_notebook(released, slug, {mistake.exercise: mistake.code})
+    return fill_notebook(released, slug)
 
 
-def build_class(folder: Path) -> list[Path]:
-    """Write one ``<student>_<assignment>.ipynb`` per member of :data:`CLASS`."""
+def build_class(folder: Path, slug: str = SLUG) -> list[Path]:
+    """Write one ``<student>_<assignment>.ipynb`` per member of the lesson's class."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    with released_dir() as assignments:
-        released = released_notebook(SLUG, assignments)
-        for student in CLASS:
-            path = folder / f"{student.name}_{SLUG}.ipynb"
+    with released_dir(slug) as assignments:
+        released = released_notebook(slug, assignments)
+        for student in demo_class(slug):
+            path = folder / f"{student.name}_{slug}.ipynb"
             if student.damaged is not None:
                 path.write_bytes(student.damaged)
             else:
-                write_notebook(submission_notebook(student, released), path)
+                write_notebook(submission_notebook(student, released, slug), path)
             written.append(path)
     return written
 
@@ -169,27 +198,27 @@ def ensure_lesson_data() -> Path:
         return verdict.locate_verdict(allow_download=True).path
     except KitError as err:
         raise KitError(
-            "the demo grades lesson 2, whose hidden tests read the-verdict.txt, and "
+            "the demo's lessons read the-verdict.txt in their cells or hidden tests, and "
             f"it could not be found or downloaded: {err.message}",
             err.hint,
         ) from None
 
 
-def legend() -> str:
+def legend(slug: str = SLUG) -> str:
     """Who is who in the demo class."""
-    return "\n".join(f"  {s.name:<5}{s.story}" for s in CLASS)
+    return "\n".join(f"  {s.name:<5}{s.story}" for s in demo_class(slug))
 
 
-def where_to_look(out: Path) -> str:
+def where_to_look(out: Path, slug: str = SLUG) -> str:
     """The closing lines: which files to open, and what each shows."""
-    first_mistake = next(s for s in CLASS if s.mistake)
-    example = out / "feedback" / storage_name(first_mistake.name) / f"{SLUG}.html"
+    first_mistake = next(s for s in demo_class(slug) if s.mistake)
+    example = out / "feedback" / storage_name(first_mistake.name) / f"{slug}.html"
     return "\n".join(
         [
             f"Look in {out}/:",
             "  grades.json        every submission, every graded cell, why it failed",
             "  grades.csv         one row per submission (what an LMS import wants)",
-            f"  feedback/*/{SLUG}.html   the report each student would get, e.g.",
+            f"  feedback/*/{slug}.html   the report each student would get, e.g.",
             f"                     {example}",
             "  submissions/       the notebooks that were graded",
             "Grade your own class the same way: attnkit grade SUBMISSIONS --out OUT --feedback",
@@ -197,30 +226,22 @@ def where_to_look(out: Path) -> str:
     )
 
 
-def run_demo(out: Path, jobs: int) -> int:
-    """Build the class in ``out/submissions``, grade it into ``out``; the exit code of
-    ``attnkit grade``."""
+def run_demo(out: Path, jobs: int, slug: str = SLUG) -> int:
+    """Build the class of lesson ``slug`` in ``out/submissions``, grade it into ``out``;
+    the exit code of ``attnkit grade``."""
     from attnkit.cli import main as attnkit_main
 
     story = ensure_lesson_data()
     prepare_out(out)
-    build_class(out / "submissions")
+    build_class(out / "submissions", slug)
     print(f"the lesson data: {story}")
-    print(f"a class of {len(CLASS)} for {SLUG}, in {out / 'submissions'}:")
-    print(legend())
+    print(f"a class of {len(demo_class(slug))} for {slug}, in {out / 'submissions'}:")
+    print(legend(slug))
     print()
     code = attnkit_main(
-        [
-            "grade",
-            str(out / "submissions"),
-            "--out",
-            str(out),
-            "--feedback",
-            "--jobs",
-            str(jobs),
-        ]
+        ["grade", str(out / "submissions"), "--out", str(out), "--feedback", "--jobs", str(jobs)]
     )
     if code == 0:
         print()
-        print(where_to_look(out))
+        print(where_to_look(out, slug))
     return code

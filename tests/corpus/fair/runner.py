@@ -13,7 +13,6 @@ import contextlib
 import io
 import json
 import os
-import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,10 +22,9 @@ from typing import Any
 from builder import Built
 from IPython.core.interactiveshell import InteractiveShell
 
-os.environ.setdefault("MPLBACKEND", "Agg")
+from attnkit.notebook_code import is_check_cell, python_cells
 
-# "Download as Python" marks each cell with "# In[ ]:" (nbconvert's PythonExporter).
-PY_CELL = re.compile(r"^# In\[[^\]]*\]:\s*$", re.MULTILINE)
+os.environ.setdefault("MPLBACKEND", "Agg")
 
 
 @dataclass(frozen=True)
@@ -36,9 +34,10 @@ class CellError:
 
 
 def cells_of(path: Path) -> list[str]:
-    """The code cells of a handed-in file, exactly as written (line endings kept)."""
+    """The code cells of a handed-in file, as the grader reads them (a .py export is cut at
+    its cell markers: attnkit.notebook_code.python_cells)."""
     if path.suffix == ".py":
-        return [c for c in PY_CELL.split(path.read_text(encoding="utf-8")) if c.strip()]
+        return [c.source for c in python_cells(path.read_text(encoding="utf-8"))]
     notebook = json.loads(path.read_text(encoding="utf-8"))
     return ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
 
@@ -81,7 +80,9 @@ def kernel_folder(folder: Path) -> Iterator[None]:
 
 
 def run_all(path: Path) -> tuple[dict[str, Any], list[CellError]]:
-    """Run every code cell of ``path``; return the namespace and the cells that raised.
+    """Run every code cell of ``path`` the grader runs (not the checks, nor the lesson's
+    training and drawing: see attnkit.notebook_code.is_check_cell); return the namespace and
+    the cells that raised.
 
     The caller chooses the working folder (see :func:`kernel_folder`)."""
     ipython = shell()
@@ -92,6 +93,8 @@ def run_all(path: Path) -> tuple[dict[str, Any], list[CellError]]:
     try:
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             for index, source in enumerate(cells_of(path)):
+                if is_check_cell(source):
+                    continue
                 result = ipython.run_cell(source, store_history=False)
                 failure = result.error_before_exec or result.error_in_exec
                 if failure is not None:
