@@ -109,8 +109,9 @@ def tree_rss(root: int) -> int:
     return total
 
 
-def build_submissions(folder: Path, slug: str, count: int) -> dict[str, int]:
-    """count submissions: 1 loops, 1 is damaged, the rest alternate correct and mistaken."""
+def build_submissions(folder: Path, slug: str, count: int, loop: bool = True) -> dict[str, int]:
+    """count submissions: 1 loops (unless not ``loop``: it is then correct), 1 is damaged,
+    the rest alternate correct and mistaken."""
     released = released_notebook(slug, ASSIGNMENTS_DIR)
     from attnkit.assignments import ASSIGNMENTS
 
@@ -120,7 +121,7 @@ def build_submissions(folder: Path, slug: str, count: int) -> dict[str, int]:
     folder.mkdir(parents=True, exist_ok=True)
     for index in range(count):
         path = folder / f"s{index:04d}_{slug}.ipynb"
-        if index == 1:
+        if index == 1 and loop:
             last = ASSIGNMENTS[slug].exercises[-1].name
             write_notebook(fill_notebook(released, slug, {last: LOOP}), path)
             kinds["timeout"] += 1

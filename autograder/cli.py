@@ -1,4 +1,5 @@
-"""The instructors' ``attnkit`` commands: generate, grade, gradescope, release, demo, course.
+"""The instructors' ``attnkit`` commands: generate, grade, merge, regrade, slurm, gradescope,
+release, demo, course.
 
 They register themselves into the public command line through the ``attnkit.commands``
 entry point (see pyproject.toml), so the public ``attnkit`` package never names this one:
@@ -17,7 +18,7 @@ from typing import Any
 
 from attnkit.errors import KitError
 
-from . import grade_command
+from . import grade_command, merge, regrade, slurm
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 """The kit's checkout (a clone holds assignments/, README.md and pyproject.toml here)."""
@@ -121,6 +122,9 @@ def register(commands: Any) -> None:
     """Add the instructors' commands to the ``attnkit`` sub-command parsers."""
     add_generate(commands)
     grade_command.add_parser(commands)
+    merge.add_parser(commands)
+    regrade.add_parser(commands)
+    slurm.add_parser(commands)
     add_gradescope(commands)
     add_release(commands)
     add_demo(commands)

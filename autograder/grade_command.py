@@ -12,9 +12,10 @@ from typing import Any
 from attnkit.errors import KitError
 from attnkit.terminal import raw
 
-from . import discovery, results
+from . import discovery, results, run_manifest, shards
 from .discovery import Submission
 from .pipeline import GradeSettings
+from .shards import Shard
 from .supervisor import RunOutcome, grade_all
 
 
@@ -64,6 +65,7 @@ def add_parser(commands: Any) -> None:
         help="seconds one notebook cell may run before it is stopped (default 30)",
     )
     add_isolation_options(grade)
+    add_shard_options(grade)
     grade.add_argument(
         "--feedback",
         action="store_true",
@@ -76,7 +78,7 @@ def add_parser(commands: Any) -> None:
         help="also write the grades into this nbgrader course's gradebook (automatic when "
         "SUBMISSIONS is a course or its submitted/ folder)",
     )
-    grade.set_defaults(handler=run)
+    grade.set_defaults(handler=run, publish=True)
 
 
 def add_isolation_options(grade: argparse.ArgumentParser) -> None:
@@ -91,6 +93,32 @@ def add_isolation_options(grade: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run submissions WITHOUT isolation: for trusted code only (recorded in results)",
     )
+
+
+def add_shard_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="grade only the I-th of N slices of the class, into OUT/shard-I-of-N; "
+        "`attnkit merge OUT` joins the slices (default: the job engine's array index, "
+        "if any: Slurm, Kubernetes Indexed Job, AWS Batch)",
+    )
+    parser.add_argument(
+        "--shards",
+        type=int,
+        metavar="N",
+        help="how many slices the job engine's array runs (needed with Kubernetes and AWS "
+        "Batch, whose index says only which; with Slurm, the array id is then the slice)",
+    )
+
+
+def choose_shard(args: argparse.Namespace) -> Shard | None:
+    """The slice this run grades: --shard I/N, else the job engine's variables, else none."""
+    if args.shard is not None:
+        if args.shards is not None:
+            raise KitError("--shard and --shards are both given.", "Pass only --shard I/N.")
+        return shards.parse_shard(args.shard)
+    return shards.from_environment(os.environ, args.shards)
 
 
 def find_submissions(args: argparse.Namespace) -> list[Submission]:
@@ -132,7 +160,9 @@ def choose_isolation(args: argparse.Namespace, settings: GradeSettings) -> None:
     from . import sandbox, sandbox_user
 
     if args.jobs is None and not args.sandbox_user:
-        args.jobs = os.cpu_count() or 1
+        # The cores this process may run on: a Slurm or Kubernetes task is given fewer
+        # than the machine has.
+        args.jobs = len(os.sched_getaffinity(0)) or 1
     if args.no_sandbox:
         print(
             "WARNING: --no-sandbox: submissions run WITHOUT isolation. Use this for trusted "
@@ -160,10 +190,11 @@ def choose_isolation(args: argparse.Namespace, settings: GradeSettings) -> None:
 
 
 def grade_into(
-    args: argparse.Namespace, submissions: list[Submission], settings: GradeSettings
+    args: argparse.Namespace, submissions: list[Submission], settings: GradeSettings, book: bool
 ) -> tuple[RunOutcome, list[Submission], list[dict[str, Any]]]:
     """Grade what is not graded yet into OUT, with a progress bar, then rebuild the
-    gradebook files: (how the run went, what has no result, the gradebook's records)."""
+    gradebook files (unless ``book`` is false: a shard's slice has none): (how the run
+    went, what has no result, the records)."""
     from tqdm import tqdm
 
     todo = results.pending(submissions, args.out, settings.feedback, args.force)
@@ -176,8 +207,11 @@ def grade_into(
     with progress as bar:
         outcome = grade_all(todo, args.out, settings, args.jobs, progress=bar.update)
     absent = results.missing(submissions, args.out)
+    paths = results.result_paths(args.out, submissions)
+    if not book:
+        return outcome, absent, results.collect(paths)
     try:
-        records = results.write_gradebook(args.out, submissions)
+        records = results.write_gradebook(args.out, paths)
     except OSError as exc:
         if absent:
             report_missing(absent, outcome.lost, args.out)
@@ -188,24 +222,56 @@ def grade_into(
     return outcome, absent, records
 
 
+def start_class(
+    args: argparse.Namespace, submissions: list[Submission], shard: Shard | None
+) -> run_manifest.ClassManifest:
+    """Write OUT's class.json (the whole class, the options, the hidden tests' fingerprint)
+    before grading. Results graded with other hidden tests are regraded, not mixed in."""
+    manifest = run_manifest.of_run(args, submissions, shard)
+    previous = run_manifest.read_if_any(args.out)
+    if previous is not None and previous.hidden_tests != manifest.hidden_tests and not args.force:
+        print(
+            f"the hidden tests (or the kit) changed since {args.out} was graded: every "
+            "submission is graded again"
+        )
+        args.force = True
+    run_manifest.write(args.out, manifest)
+    return manifest
+
+
 def run(args: argparse.Namespace) -> int:
-    """Grade submissions in isolated workers; write OUT/grades.json and OUT/grades.csv."""
+    """Grade submissions in isolated workers; write OUT/grades.json and OUT/grades.csv
+    (or, for one shard of the class, its results in OUT/shard-I-of-N)."""
     from attnkit_data.verdict import locate_verdict
 
+    shard = choose_shard(args)
     submissions = find_submissions(args)
+    everyone = submissions
+    if shard is not None:
+        print(f"grading {shard}")
+        submissions = shards.slice_of(submissions, shard, run_manifest.submission_id)
+        args.out = args.out / shard.folder
     settings = settings_of(args)
     # The hidden suites feed real dataloader batches of the lesson text: find (or fetch
     # and verify) it once, now, rather than fail every submission on it.
     locate_verdict(progress=False)
     choose_isolation(args, settings)
     with results.exclusive(args.out):
-        outcome, absent, records = grade_into(args, submissions, settings)
+        start_class(args, everyone, shard)
+        outcome, absent, records = grade_into(args, submissions, settings, book=shard is None)
         if args.feedback:
             from . import feedback
 
             reports = feedback.write_feedback(args.out)
     print(results.summary_table(records))
-    print(f"wrote {args.out / 'grades.json'} and {args.out / 'grades.csv'}")
+    if shard is None:
+        print(f"wrote {args.out / 'grades.json'} and {args.out / 'grades.csv'}")
+    else:
+        print(
+            f"{shard}: {len(submissions) - len(absent)} of {len(submissions)} submissions "
+            f"have a result in {args.out}; when every shard is done, run "
+            f"`attnkit merge {args.out.parent}`"
+        )
     if args.feedback:
         print(f"wrote {len(reports)} feedback reports (HTML and text) in {args.out / 'feedback'}")
     if outcome.interrupted:
@@ -214,18 +280,22 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
-    publish_to_nbgrader(args, records)
+    if shard is None and args.publish:
+        publish_to_nbgrader(args.gradebook, args.submissions, records)
     if absent:
         report_missing(absent, outcome.lost, args.out)
         return 1
     return 0
 
 
-def publish_to_nbgrader(args: argparse.Namespace, records: list[dict[str, Any]]) -> None:
-    """Write the grades into the nbgrader course's gradebook, where there is one."""
+def publish_to_nbgrader(
+    gradebook: Path | None, submissions: Path, records: list[dict[str, Any]]
+) -> None:
+    """Write the grades into the nbgrader course's gradebook, where there is one: the
+    course given with --gradebook, or the one SUBMISSIONS is (or holds submitted/ for)."""
     from . import nbgrader_gradebook
 
-    course = args.gradebook or nbgrader_gradebook.find_course(args.submissions)
+    course = gradebook or nbgrader_gradebook.find_course(submissions)
     if course is not None:
         for note in nbgrader_gradebook.push_grades(course, records):
             print(f"note: {note}")

@@ -150,19 +150,32 @@ def exclusive(out: Path) -> Iterator[None]:
         yield
 
 
-def already_graded(out: Path, submission: Submission, feedback: bool = False) -> bool:
-    """Graded before, from the same file (and with the feedback data, if it is wanted now);
-    a result that records a fault of the grader does not count."""
-    path = result_path(out, submission)
+def read_record(path: Path) -> dict[str, Any] | None:
+    """A result file as written (run details included), or None when it is absent or not
+    one: such a file is as good as no result, never an error of the submission's."""
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    if not isinstance(record, dict) or record.get("fault") == "grader":
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def is_current(record: dict[str, Any] | None, sha256: str, feedback: bool = False) -> bool:
+    """Whether ``record`` is a result of the file whose digest is ``sha256`` (and has the
+    feedback data, if it is wanted): a result that records a fault of the grader is not."""
+    if record is None or record.get("fault") == "grader":
         return False
     if feedback and record.get("status") == "graded" and "heatmap" not in record:
         return False
-    return record.get("source_sha256") == (submission.sha256 or sha256_file(submission.path))
+    return record.get("source_sha256") == sha256
+
+
+def already_graded(out: Path, submission: Submission, feedback: bool = False) -> bool:
+    """Graded before into ``out``, from the same file (see :func:`is_current`)."""
+    record = read_record(result_path(out, submission))
+    if record is None:
+        return False
+    return is_current(record, submission.sha256 or sha256_file(submission.path), feedback)
 
 
 def pending(
@@ -187,22 +200,23 @@ def public_record(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_result(path: Path) -> dict[str, Any] | None:
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return public_record(record) if isinstance(record, dict) else None
+    record = read_record(path)
+    return None if record is None else public_record(record)
 
 
-def collect(out: Path, submissions: list[Submission] | None = None) -> list[dict[str, Any]]:
-    """The results of ``submissions`` (those that have one), or of everything in OUT."""
-    if submissions is None:
-        paths = sorted((out / "results").glob("*/*.json"))
-    else:
-        paths = [result_path(out, s) for s in submissions]
+def collect(paths: list[Path]) -> list[dict[str, Any]]:
+    """The public records of the result files ``paths`` (those that hold one), in the
+    gradebook's order."""
     records = [r for r in map(read_result, paths) if r is not None]
     records.sort(key=lambda r: (r["student"], r["assignment"] or "", r["source"]))
     return records
+
+
+def result_paths(out: Path, submissions: list[Submission] | None = None) -> list[Path]:
+    """Where the results of ``submissions`` go in OUT (default: every result file there)."""
+    if submissions is None:
+        return sorted((out / "results").glob("*/*.json"))
+    return [result_path(out, s) for s in submissions]
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -216,10 +230,11 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def write_gradebook(out: Path, submissions: list[Submission] | None = None) -> list[dict[str, Any]]:
+def write_gradebook(out: Path, paths: list[Path]) -> list[dict[str, Any]]:
     """Write ``grades.json`` and ``grades.csv`` together (see :func:`write_atomic_files`)
-    from the results of ``submissions`` (default: every result in OUT)."""
-    records = collect(out, submissions)
+    from the result files ``paths`` (see :func:`result_paths`). The files hold nothing of
+    where or when the results were made: the same results give the same bytes."""
+    records = collect(paths)
     assignments = sorted({r["assignment"] for r in records if r["assignment"] in ASSIGNMENTS})
     document = {
         "schema": SCHEMA,

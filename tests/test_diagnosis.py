@@ -17,7 +17,7 @@ from attnkit_autograder.catalogue import load_mistakes
 from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
 from attnkit_autograder.discovery import discover
 from attnkit_autograder.pipeline import GradeSettings
-from attnkit_autograder.results import write_gradebook
+from attnkit_autograder.results import result_paths, write_gradebook
 from attnkit_autograder.supervisor import grade_all
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +45,7 @@ def graded_mistakes(tmp_path_factory):
         write_notebook(correct, tmp / "subs" / f"correct_{slug}.ipynb")
     settings = GradeSettings(call_timeout=10.0, budget=120.0)
     grade_all(discover(tmp / "subs"), tmp / "out", settings, jobs=2)
-    return {(r["student"], r["assignment"]): r for r in write_gradebook(tmp / "out")}
+    return {(r["student"], r["assignment"]): r for r in write_gradebook(tmp / "out", result_paths(tmp / "out"))}
 
 
 @pytest.mark.slow

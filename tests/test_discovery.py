@@ -20,7 +20,7 @@ from attnkit_autograder.discovery import (
     read_submission_file,
 )
 from attnkit_autograder.records import error_record
-from attnkit_autograder.results import result_path, write_atomic, write_gradebook
+from attnkit_autograder.results import result_path, result_paths, write_atomic, write_gradebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "assignments" / "02_self_attention" / "02_self_attention.ipynb"
@@ -228,7 +228,7 @@ def fake_results(out: Path, students: list[str]) -> list[Submission]:
 
 def test_csv_neutralises_formulas(tmp_path: Path) -> None:
     hostile = ["=2+5+cmd|' -C calc'!A0", "+1", "-1", "@SUM(A1)", "\tx", "\rx", "plain"]
-    write_gradebook(tmp_path, fake_results(tmp_path, hostile))
+    write_gradebook(tmp_path, result_paths(tmp_path, fake_results(tmp_path, hostile)))
     rows = list(csv.DictReader((tmp_path / "grades.csv").open(newline="")))
     students = {row["student"] for row in rows}
     assert students == {"'" + h for h in hostile[:-1]} | {"plain"}
@@ -238,7 +238,7 @@ def test_csv_neutralises_formulas(tmp_path: Path) -> None:
 
 def test_a_full_disk_leaves_both_gradebook_files_as_they_were(tmp_path: Path, monkeypatch) -> None:
     submissions = fake_results(tmp_path, ["ann", "ben"])
-    write_gradebook(tmp_path, submissions[:1])
+    write_gradebook(tmp_path, result_paths(tmp_path, submissions[:1]))
     before = {n: (tmp_path / n).read_bytes() for n in ("grades.json", "grades.csv")}
     real_stage, calls = results.stage, []
 
@@ -250,7 +250,7 @@ def test_a_full_disk_leaves_both_gradebook_files_as_they_were(tmp_path: Path, mo
 
     monkeypatch.setattr(results, "stage", stage)
     with pytest.raises(OSError) as raised:
-        write_gradebook(tmp_path, submissions)
+        write_gradebook(tmp_path, result_paths(tmp_path, submissions))
     assert calls == ["grades.json", "grades.csv"]
     assert {n: (tmp_path / n).read_bytes() for n in before} == before
     assert not list(tmp_path.glob(".grades*.tmp"))
@@ -283,7 +283,7 @@ def test_grader_failures_are_retried_once_then_blamed_on_the_grader(tmp_path, mo
     assert "failed twice" in record["error"] and "not of the submission" in record["error"]
     write_atomic(result_path(tmp_path, submission), json.dumps(record))
     assert results.missing([submission], tmp_path) == [submission]  # a rerun retries it
-    assert "fault" not in results.collect(tmp_path, [submission])[0]
+    assert "fault" not in results.collect(results.result_paths(tmp_path, [submission]))[0]
 
 
 def test_a_lone_upload_keeps_its_name_whatever_it_is(tmp_path: Path) -> None:

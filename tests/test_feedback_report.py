@@ -22,7 +22,7 @@ from attnkit_autograder.corpus import fill_notebook, released_notebook, write_no
 from attnkit_autograder.discovery import discover
 from attnkit_autograder.feedback import write_feedback
 from attnkit_autograder.pipeline import GradeSettings
-from attnkit_autograder.results import storage_name, write_gradebook
+from attnkit_autograder.results import result_paths, storage_name, write_gradebook
 from attnkit_autograder.supervisor import grade_all
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +52,7 @@ def reports(tmp_path_factory) -> dict[str, Path]:
     (tmp / "subs" / f"broken_{SLUG}.ipynb").write_text('{"cells": [}')
     out = tmp / "out"
     grade_all(discover(tmp / "subs"), out, GradeSettings(feedback=True), jobs=2)
-    write_gradebook(out)
+    write_gradebook(out, result_paths(out))
     write_feedback(out)
     return {
         who: out / "feedback" / storage_name(who) / SLUG for who in ("correct", "buggy", "broken")

@@ -78,7 +78,7 @@ def test_overruns_deaths_and_flaky_graders_all_end_with_a_result(tmp_path: Path)
     outcome = grade_all(todo, out, FAST, jobs=2, grader=misbehaving_grader)
     assert time.monotonic() - started < 60  # the sleeper was stopped, not waited for
     assert outcome.graded == 5 and not outcome.interrupted and outcome.lost == {}
-    records = {r["student"]: r for r in results.collect(out, todo)}
+    records = {r["student"]: r for r in results.collect(results.result_paths(out, todo))}
     assert {s: r["status"] for s, r in records.items()} == {
         "ann": "graded",
         "slow": "error",
@@ -106,7 +106,7 @@ def test_a_grader_torn_halfway_through_a_message_costs_no_one_else(tmp_path: Pat
     outcome = grade_all(todo, out, FAST, jobs=3, grader=misbehaving_grader)
     assert time.monotonic() - started < 90
     assert outcome.graded == 6 and not outcome.interrupted and outcome.lost == {}
-    records = {r["student"]: r for r in results.collect(out, todo)}
+    records = {r["student"]: r for r in results.collect(results.result_paths(out, todo))}
     assert {s: r["status"] for s, r in records.items()} == {
         "ann": "graded",
         "torn": "error",
@@ -125,7 +125,7 @@ def test_a_grader_that_never_starts_is_replaced_then_blamed(tmp_path, monkeypatc
     monkeypatch.setattr(supervisor, "STARTUP_LIMIT", 10.0)  # room for a spawned start-up
     todo = fake_class(tmp_path / "subs", ["mute", "ann"])
     outcome = grade_all(todo, tmp_path / "out", FAST, jobs=1, grader=misbehaving_grader)
-    records = {r["student"]: r for r in results.collect(tmp_path / "out", todo)}
+    records = {r["student"]: r for r in results.collect(results.result_paths(tmp_path / "out", todo))}
     assert outcome.graded == 2 and records["ann"]["status"] == "graded"
     assert "did not start grading within 10 s twice" in records["mute"]["error"]
     assert [s.student for s in missing(todo, tmp_path / "out")] == ["mute"]

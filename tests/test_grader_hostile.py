@@ -22,7 +22,7 @@ from hostile_cases.classic import CANARY_NAME
 from attnkit_autograder.corpus import released_notebook
 from attnkit_autograder.discovery import discover
 from attnkit_autograder.pipeline import GradeSettings
-from attnkit_autograder.results import write_gradebook
+from attnkit_autograder.results import result_paths, write_gradebook
 from attnkit_autograder.supervisor import grade_all
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,7 +69,7 @@ def graded(tmp_path_factory):
     started = time.monotonic()
     done, interrupted, _lost = grade_all(discover(submissions), out, SETTINGS, jobs=2)
     seconds = time.monotonic() - started
-    records = {r["student"]: r for r in write_gradebook(out)}
+    records = {r["student"]: r for r in write_gradebook(out, result_paths(out))}
     print(f"\nhostile corpus: {len(corpus)} submissions graded in {seconds:.1f} s (jobs=2)")
     yield {
         "corpus": corpus,

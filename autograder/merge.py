@@ -1,0 +1,260 @@
+"""``attnkit merge``: join the shards of one class into one gradebook, or refuse by name.
+
+Each shard folder (``OUT/shard-I-of-N``) holds the class.json of the whole class and the
+results of its slice. The merge believes no shard's word about who is in it: from the
+class list it computes, for every submission, the shard that had to grade it, and takes
+that shard's result only when it is a current one (the same file's digest, no fault of the
+grader). Every missing shard, every submission without a current result, and every result
+found in two shards is named, and nothing is written. Otherwise the results are copied into
+OUT and ``grades.json`` and ``grades.csv`` are written by the same code as a one-machine
+run, from the same result files: the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from attnkit.errors import KitError
+
+from . import results, run_manifest, shards
+from .discovery import OUT_MARKER
+from .run_manifest import ClassManifest, Member
+from .shards import Shard
+
+
+def add_parser(commands: Any) -> None:
+    merge = commands.add_parser(
+        "merge",
+        help="(instructors) join the shards of a class (attnkit grade --shard) into one gradebook",
+        description="Join the shard folders of one class into OUT/grades.json and "
+        "OUT/grades.csv, the same bytes a one-machine `attnkit grade` writes. Every missing "
+        "shard or submission is named, and then nothing is written.",
+    )
+    merge.add_argument(
+        "paths",
+        type=Path,
+        nargs="+",
+        metavar="PATH",
+        help="a shard folder (shard-I-of-N), or a folder holding them (OUT)",
+    )
+    merge.add_argument(
+        "--out",
+        type=Path,
+        metavar="OUT",
+        help="where the gradebook goes (default: the folder holding the shard folders)",
+    )
+    merge.set_defaults(handler=run)
+
+
+@dataclass
+class Found:
+    """The shard folders given, read: their class files, and the folders with none."""
+
+    manifests: dict[Path, ClassManifest] = field(default_factory=dict)
+    empty: dict[Path, Shard] = field(default_factory=dict)
+
+
+def shard_folders(paths: list[Path]) -> list[Path]:
+    """The shard folders ``paths`` name: themselves, or the ``shard-I-of-N`` inside them."""
+    folders: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            raise KitError(f"{path} is not a folder.", "Pass OUT or its shard folders.")
+        if shards.parse_folder(path.name) is not None:
+            folders.append(path)
+            continue
+        inside = sorted(p for p in path.iterdir() if shards.parse_folder(p.name) and p.is_dir())
+        if not inside:
+            raise KitError(
+                f"{path} is not a shard folder (shard-I-of-N) and holds none.",
+                "Pass the --out folder of `attnkit grade --shard`, or its shard folders.",
+            )
+        folders += inside
+    unique = list(dict.fromkeys(p.resolve() for p in folders))
+    return unique
+
+
+def read_shards(folders: list[Path]) -> Found:
+    """Each folder's class.json; a folder without one (its node returned nothing) is empty."""
+    found = Found()
+    for folder in folders:
+        shard = shards.parse_folder(folder.name)
+        assert shard is not None
+        if not (folder / run_manifest.NAME).exists():
+            found.empty[folder] = shard
+            continue
+        manifest = run_manifest.read(folder)
+        if manifest.shard is None or (manifest.shard.index, manifest.shard.count) != (
+            shard.index,
+            shard.count,
+        ):
+            raise KitError(
+                f"{folder / run_manifest.NAME} does not describe {shard.folder}.",
+                "Leave shard folders as `attnkit grade --shard` wrote them.",
+            )
+        found.manifests[folder] = manifest
+    return found
+
+
+def one_class(found: Found) -> tuple[ClassManifest, int]:
+    """The class all the shards graded, and their count, or a refusal naming the odd one."""
+    if not found.manifests:
+        raise KitError(
+            "no shard has written its class file yet: nothing was graded.",
+            "Run the shards (attnkit grade --shard I/N, or the sbatch script) first.",
+        )
+    (first, manifest), *others = found.manifests.items()
+    assert manifest.shard is not None
+    count = manifest.shard.count
+    for folder, other in others:
+        assert other.shard is not None
+        if other.shard.count != count:
+            raise KitError(
+                f"{first} is one of {count} shards, {folder} one of "
+                f"{other.shard.count}: they are two different splits.",
+                "Move the folders of the old split away, or merge each split on its own.",
+            )
+        differing = [k for k, v in other.same_class().items() if manifest.same_class()[k] != v]
+        if differing:
+            raise KitError(
+                f"{first} and {folder} graded different classes (they differ in "
+                f"{', '.join(differing)}).",
+                "Grade every shard with the same command, the same kit and the same files.",
+            )
+    for folder, shard in found.empty.items():
+        if shard.count != count:
+            raise KitError(
+                f"{folder} belongs to a split into {shard.count} shards, not {count}.",
+                "Move the folders of the old split away.",
+            )
+    return manifest, count
+
+
+def still_running(folder: Path) -> bool:
+    """Whether an ``attnkit grade`` holds this folder's lock now."""
+    try:
+        with open(folder / OUT_MARKER, "rb") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+    except OSError:
+        return False
+    return False
+
+
+@dataclass
+class Plan:
+    """Where every member's result comes from, and what stops the merge."""
+
+    sources: dict[str, Path] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def plan_merge(found: Found, manifest: ClassManifest, count: int) -> Plan:
+    by_index = {m.shard.index: f for f, m in found.manifests.items() if m.shard is not None}
+    plan = Plan()
+    missing_shards = sorted(set(range(1, count + 1)) - set(by_index))
+    for index in missing_shards:
+        members = sum(shards.shard_of(m.id, count) == index for m in manifest.members)
+        plan.problems.append(
+            f"shard {index} of {count} returned nothing ({members} submission(s)): rerun it "
+            f"(attnkit grade ... --shard {index}/{count}, or sbatch --array={index} ...)"
+        )
+    for folder in by_index.values():
+        if still_running(folder):
+            plan.problems.append(f"{folder} is still being graded: wait for it to end")
+    for member in manifest.members:
+        index = shards.shard_of(member.id, count)
+        current = [
+            folder
+            for folder in by_index.values()
+            if results.is_current(results.read_record(folder / member.result), member.sha256)
+        ]
+        home = by_index.get(index)
+        if len(current) > 1 or (current and current[0] != home):
+            plan.problems.append(
+                f"{describe(member)}: duplicated, a result in "
+                f"{', '.join(f.name for f in current)} (only shard {index} grades it)"
+            )
+        elif current:
+            plan.sources[member.id] = current[0] / member.result
+        elif home is not None:
+            plan.problems.append(f"{describe(member)}: {why_missing(home / member.result)}")
+    return plan
+
+
+def describe(member: Member) -> str:
+    return str(member.id.removesuffix(".json"))
+
+
+def why_missing(path: Path) -> str:
+    record = results.read_record(path)
+    if record is None:
+        return f"no result in {path.parent.parent.parent.name}"
+    if record.get("fault") == "grader":
+        return f"the grader failed on it ({str(record.get('error'))[:200]})"
+    return "its result is of another version of the file"
+
+
+def write_merged(out: Path, manifest: ClassManifest, plan: Plan, folders: list[Path]) -> None:
+    """Copy the results into OUT, then write its gradebook and class.json (atomically)."""
+    with results.exclusive(out):
+        for member in manifest.members:
+            target = out / member.result
+            if plan.sources[member.id].resolve() != target.resolve():
+                results.write_atomic(target, plan.sources[member.id].read_text(encoding="utf-8"))
+        merged = replace(
+            manifest,
+            shard=None,
+            merged_from=tuple(sorted(f.name for f in folders)),
+        )
+        results.write_gradebook(out, [out / m.result for m in manifest.members])
+        run_manifest.write(out, merged)
+
+
+def merge(paths: list[Path], out: Path | None) -> tuple[Path, ClassManifest]:
+    """Merge the shards under ``paths`` into ``out``; a KitError lists what stops it."""
+    folders = shard_folders(paths)
+    if out is None:
+        parents = {f.parent for f in folders}
+        if len(parents) != 1:
+            raise KitError(
+                "the shard folders are in different places.", "Say where to merge with --out."
+            )
+        out = parents.pop()
+    found = read_shards(folders)
+    manifest, count = one_class(found)
+    plan = plan_merge(found, manifest, count)
+    if plan.problems:
+        raise KitError(
+            f"the shards of {out} are incomplete, so no gradebook was written:\n  "
+            + "\n  ".join(plan.problems[:200])
+            + (f"\n  ... and {len(plan.problems) - 200} more" if len(plan.problems) > 200 else ""),
+            "Rerun the shards named above (graded work is kept), then merge again.",
+        )
+    write_merged(out, manifest, plan, folders)
+    if manifest.options.get("feedback"):
+        from . import feedback
+
+        reports = feedback.write_feedback(out)
+        print(f"wrote {len(reports)} feedback reports in {out / 'feedback'}")
+    return out, manifest
+
+
+def run(args: argparse.Namespace) -> int:
+    from . import grade_command
+
+    out, manifest = merge(args.paths, args.out)
+    records = results.collect([out / m.result for m in manifest.members])
+    print(results.summary_table(records))
+    print(f"wrote {out / 'grades.json'} and {out / 'grades.csv'}")
+    gradebook = manifest.options.get("gradebook")
+    grade_command.publish_to_nbgrader(
+        None if gradebook is None else Path(gradebook), Path(manifest.submissions), records
+    )
+    return 0

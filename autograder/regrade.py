@@ -1,0 +1,290 @@
+"""``attnkit regrade``: grade a class again with the installed hidden tests, and say whose
+grade moved.
+
+After the hidden tests, the rubric or the kit change, the class in OUT's class.json is
+graded again, from the same SUBMISSIONS with the same options, into ``OUT/regrade`` (or a
+shard of it, ``OUT/regrade/shard-I-of-N``, merged by a later plain ``attnkit regrade``).
+The old gradebook stays where it is. A change report, ``OUT/regrade/changes.txt`` and
+``changes.json``, names every submission whose points moved, on which graded cell, with
+the old and the new message. ``attnkit regrade OUT --accept`` then keeps the old files in
+``OUT/previous/<time>/`` and moves the new ones in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from attnkit.errors import KitError
+
+from . import grade_command, merge, results, run_manifest, shards
+from .run_manifest import ClassManifest
+
+FOLDER = "regrade"
+ACCEPTED = ("grades.json", "grades.csv", "results", "feedback", run_manifest.NAME)
+"""What a gradebook is made of: what --accept keeps aside and moves in."""
+
+
+def add_parser(commands: Any) -> None:
+    regrade = commands.add_parser(
+        "regrade",
+        help="(instructors) grade OUT's class again with the installed hidden tests and "
+        "report whose grade moved; --accept makes the new grades current",
+        description="Grade the class of OUT (a run of attnkit grade, or a merge) again "
+        "with the installed hidden tests, into OUT/regrade, and write the change report "
+        "OUT/regrade/changes.txt (and .json). The old gradebook is kept until --accept.",
+    )
+    regrade.add_argument("out", type=Path, metavar="OUT", help="the --out of the first grading")
+    regrade.add_argument(
+        "--accept",
+        action="store_true",
+        help="make the regrade current: the old gradebook moves to OUT/previous/<time>/",
+    )
+    regrade.add_argument("--jobs", type=int, default=None, help="grader processes")
+    grade_command.add_shard_options(regrade)
+    regrade.set_defaults(handler=run)
+
+
+# -- the change report -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CellChange:
+    grade_id: str
+    old_points: float | None
+    new_points: float | None
+    old_message: str
+    new_message: str
+
+
+@dataclass(frozen=True)
+class Change:
+    """One submission whose points (or status) moved."""
+
+    student: str
+    assignment: str | None
+    old_score: float | None
+    new_score: float | None
+    old_status: str | None
+    new_status: str | None
+    cells: tuple[CellChange, ...]
+
+
+def by_cell(record: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    if record is None:
+        return {}
+    return {t["grade_id"]: t for t in record.get("tests", []) if isinstance(t, dict)}
+
+
+def compare(old: dict[str, Any] | None, new: dict[str, Any] | None) -> Change | None:
+    """The change between two results of one submission, or None if its points held."""
+    before, after = by_cell(old), by_cell(new)
+    cells = []
+    for grade_id in sorted(set(before) | set(after)):
+        a, b = before.get(grade_id, {}), after.get(grade_id, {})
+        if a.get("points") != b.get("points"):
+            cells.append(
+                CellChange(
+                    grade_id,
+                    a.get("points"),
+                    b.get("points"),
+                    str(a.get("message") or a.get("status") or "no such cell"),
+                    str(b.get("message") or b.get("status") or "no such cell"),
+                )
+            )
+    score = tuple(None if r is None else r.get("score") for r in (old, new))
+    status = tuple(None if r is None else r.get("status") for r in (old, new))
+    if not cells and score[0] == score[1] and status[0] == status[1]:
+        return None
+    either = new or old or {}
+    return Change(
+        str(either.get("student")), either.get("assignment"), *score, *status, tuple(cells)
+    )
+
+
+def changes_of(out: Path, new: Path, manifest: ClassManifest) -> list[Change]:
+    found = []
+    for member in manifest.members:
+        old_record = results.read_result(out / member.result)
+        new_record = results.read_result(new / member.result)
+        change = compare(old_record, new_record)
+        if change is not None:
+            found.append(change)
+    return sorted(found, key=lambda c: (c.student, c.assignment or ""))
+
+
+def points(value: float | None) -> str:
+    return "no result" if value is None else f"{value:g}"
+
+
+def report_text(changes: list[Change], old: ClassManifest, new: ClassManifest) -> str:
+    lines = [
+        f"{len(changes)} of {len(new.members)} submission(s) changed grade "
+        f"(hidden tests {old.hidden_tests} -> {new.hidden_tests}, "
+        f"kit {old.kit_version} -> {new.kit_version})"
+    ]
+    for change in changes:
+        delta = ""
+        if isinstance(change.old_score, int | float) and isinstance(change.new_score, int | float):
+            delta = f" ({change.new_score - change.old_score:+g})"
+        lines.append(
+            f"  {change.student} {change.assignment or '(unknown assignment)'}: "
+            f"{points(change.old_score)} -> {points(change.new_score)}{delta}"
+            + (f" [{change.old_status} -> {change.new_status}]"
+               if change.old_status != change.new_status else "")
+        )  # fmt: skip
+        for cell in change.cells:
+            lines.append(
+                f"    {cell.grade_id}: {points(cell.old_points)} -> {points(cell.new_points)}"
+            )
+            lines.append(f"      was: {cell.old_message[:300]}")
+            lines.append(f"      now: {cell.new_message[:300]}")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(out: Path, new: Path, old: ClassManifest, manifest: ClassManifest) -> str:
+    changes = changes_of(out, new, manifest)
+    text = report_text(changes, old, manifest)
+    document = {
+        "schema": "attnkit-changes/1",
+        "hidden_tests": {"old": old.hidden_tests, "new": manifest.hidden_tests},
+        "kit_version": {"old": old.kit_version, "new": manifest.kit_version},
+        "submissions": len(manifest.members),
+        "changed": [asdict(c) for c in changes],
+    }
+    results.write_atomic_files(
+        {
+            new / "changes.txt": text,
+            new / "changes.json": json.dumps(document, indent=1, sort_keys=True) + "\n",
+        }
+    )
+    return text
+
+
+# -- grading again -----------------------------------------------------------------------------
+
+
+def grade_arguments(manifest: ClassManifest, out: Path, args: argparse.Namespace) -> Any:
+    """``attnkit grade``'s options for the class again: what class.json recorded."""
+    options = dict(manifest.options)
+    gradebook = options.pop("gradebook")
+    return argparse.Namespace(
+        submissions=Path(manifest.submissions),
+        out=out,
+        assignment=manifest.assignment,
+        jobs=args.jobs,
+        force=False,
+        publish=False,  # the gradebook changes only when the regrade is accepted
+        shard=args.shard,
+        shards=args.shards,
+        gradebook=None if gradebook is None else Path(gradebook),
+        **options,
+    )
+
+
+def check_same_class(old: ClassManifest, new: ClassManifest, submissions: str) -> None:
+    """Refuse to report on a class that is not the one graded before: the files moved."""
+    before = {m.id: m.sha256 for m in old.members}
+    after = {m.id: m.sha256 for m in new.members}
+    if before != after:
+        gone = sorted(set(before) - set(after))
+        added = sorted(set(after) - set(before))
+        changed = sorted(k for k in set(before) & set(after) if before[k] != after[k])
+        print(
+            f"note: {submissions} changed since the first grading ({len(gone)} gone, "
+            f"{len(added)} new, {len(changed)} changed); the report compares what is there now",
+            file=sys.stderr,
+        )
+
+
+def regrade(args: argparse.Namespace) -> int:
+    out: Path = args.out
+    old = run_manifest.read(out)
+    if old.shard is not None:
+        raise KitError(
+            f"{out} is one shard of a class.",
+            "Merge the shards first (attnkit merge), then regrade.",
+        )
+    target = out / FOLDER
+    grading = grade_arguments(old, target, args)
+    sharded = args.shard is not None or grade_command.choose_shard(grading) is not None
+    pieces = target.is_dir() and any(shards.parse_folder(p.name) for p in target.iterdir())
+    if sharded:
+        return grade_command.run(grading)
+    if pieces:
+        merge.merge([target], target)
+        if run_manifest.read(target).hidden_tests != run_manifest.hidden_tests_fingerprint():
+            raise KitError(
+                f"the shards in {target} were graded with other hidden tests than the "
+                "installed ones.",
+                f"Delete {target} and regrade again.",
+            )
+    else:
+        code = grade_command.run(grading)
+        if code != 0:
+            print("the regrade is incomplete: no change report was written", file=sys.stderr)
+            return code
+    new = run_manifest.read(target)
+    check_same_class(old, new, old.submissions)
+    text = write_report(out, target, old, new)
+    print(text, end="")
+    print(
+        f"wrote {target / 'changes.txt'} and {target / 'changes.json'}; the grades in {out} "
+        f"are unchanged until `attnkit regrade {out} --accept`"
+    )
+    return 0
+
+
+def accept(out: Path) -> int:
+    """Keep OUT's gradebook in OUT/previous/<time>/ and move the regrade's into OUT."""
+    target = out / FOLDER
+    new = run_manifest.read(target)
+    if new.shard is not None or not (target / "grades.json").is_file():
+        raise KitError(
+            f"{target} holds no finished regrade.", f"Run `attnkit regrade {out}` first."
+        )
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    kept = out / "previous" / stamp
+    kept.mkdir(parents=True)
+    with results.exclusive(out):
+        moved: list[tuple[Path, Path]] = []
+        try:
+            for name in ACCEPTED:
+                if (out / name).exists():
+                    os.replace(out / name, kept / name)
+                    moved.append((kept / name, out / name))
+            for name in (*ACCEPTED, "changes.txt", "changes.json"):
+                if (target / name).exists():
+                    destination = kept / name if name.startswith("changes") else out / name
+                    os.replace(target / name, destination)
+                    moved.append((destination, target / name))
+        except OSError as exc:
+            for source, back in reversed(moved):
+                os.replace(source, back)
+            raise KitError(
+                f"cannot move the regrade into {out}: {exc}.", "Nothing was changed."
+            ) from None
+        os.replace(target, kept / FOLDER)  # its logs and shard folders, out of the next one's way
+    print(f"the regrade is now the gradebook of {out}; the old one is kept in {kept}")
+    records = results.collect([out / m.result for m in new.members])
+    gradebook = new.options.get("gradebook")
+    grade_command.publish_to_nbgrader(
+        None if gradebook is None else Path(gradebook), Path(new.submissions), records
+    )
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.accept:
+        if args.shard is not None or args.shards is not None:
+            raise KitError(
+                "--accept takes no shard.", f"Run `attnkit regrade {args.out} --accept`."
+            )
+        return accept(args.out)
+    return regrade(args)

@@ -1,0 +1,242 @@
+"""What a grading run was asked to grade, kept in its output: ``OUT/class.json``.
+
+Every ``attnkit grade`` writes it before grading. It holds the whole class (each
+submission's id, where its result goes, the digest of its file), the folder it came from,
+the options it was graded with, and a fingerprint of the hidden tests. A shard's copy also
+says which slice it grades. From these files alone:
+
+* ``attnkit merge`` knows who should have a result, even when a shard returned nothing;
+* ``attnkit regrade`` grades the same class again, with the same options.
+
+It is the kit's own file, read back with the same suspicion as any other: a file that is
+not one is refused by name, never half-believed.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attnkit import __version__
+from attnkit.errors import KitError
+
+from .discovery import Submission
+from .results import result_path, sha256_file, write_atomic
+from .shards import Shard
+
+SCHEMA = "attnkit-class/1"
+NAME = "class.json"
+
+
+def submission_id(submission: Submission) -> str:
+    """The id that names a submission across machines: student and assignment (and, for a
+    file of no known assignment, a digest of its path, as its result file has)."""
+    return result_path(Path(), submission).relative_to("results").as_posix()
+
+
+@dataclass(frozen=True)
+class Member:
+    """One submission of the class: its id, its result file under OUT, its file's digest."""
+
+    id: str
+    result: str
+    sha256: str
+
+
+def member(submission: Submission) -> Member:
+    return Member(
+        id=submission_id(submission),
+        result=result_path(Path(), submission).as_posix(),
+        sha256=submission.sha256 or sha256_file(submission.path),
+    )
+
+
+@dataclass(frozen=True)
+class ClassManifest:
+    """A grading run's ``class.json`` (see the module's docstring)."""
+
+    submissions: str
+    """SUBMISSIONS as an absolute path: where regrade finds the files again."""
+    assignment: str | None
+    options: dict[str, Any]
+    """The grade options that decide a result (time limits, memory, isolation, feedback)."""
+    hidden_tests: str
+    members: tuple[Member, ...]
+    shard: Shard | None = None
+    kit_version: str = __version__
+    merged_from: tuple[str, ...] = field(default=())
+
+    def same_class(self) -> dict[str, Any]:
+        """What every shard of one class agrees on: all but the slice and the merge."""
+        document = asdict(self)
+        del document["shard"], document["merged_from"]
+        return document
+
+    def to_json(self) -> str:
+        document = asdict(self)
+        document["schema"] = SCHEMA
+        document["shard"] = None if self.shard is None else asdict(self.shard)
+        return json.dumps(document, indent=1, sort_keys=True) + "\n"
+
+
+GRADING_PACKAGES = ("attnkit", "attnkit_solutions", "attnkit_autograder")
+"""Everything that decides a grade besides the submission: the hidden suites, the
+references, the rubric (the source notebooks' points), the mistake catalogue, the
+comparisons and the sandbox."""
+
+
+@functools.cache
+def hidden_tests_fingerprint() -> str:
+    """A digest of the installed grading packages' files (see :data:`GRADING_PACKAGES`):
+    any change to them, a kit upgrade included, gives another fingerprint."""
+    digest = hashlib.sha256()
+    for package in GRADING_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise KitError(f"the package {package} is not installed.", "Reinstall the kit.")
+        root = Path(next(iter(spec.submodule_search_locations)))
+        for path in sorted(root.rglob("*")):
+            if "__pycache__" in path.parts or not path.is_file() or path.suffix == ".pyc":
+                continue
+            digest.update(f"{package}/{path.relative_to(root).as_posix()}\0".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:16]
+
+
+OPTIONS: dict[str, tuple[type, ...]] = {
+    "timeout": (float, int),
+    "budget": (float, int),
+    "memory_mb": (int,),
+    "cell_timeout": (float, int),
+    "feedback": (bool,),
+    "no_sandbox": (bool,),
+    "sandbox_user": (str, type(None)),
+    "gradebook": (str, type(None)),
+}
+"""The grade options that decide a result or where it goes, and the types they may have:
+what regrade passes again, and all that it accepts from a class.json."""
+
+
+def options_of(args: Any) -> dict[str, Any]:
+    values = {name: getattr(args, name) for name in OPTIONS}
+    if values["gradebook"] is not None:
+        values["gradebook"] = os.path.abspath(values["gradebook"])
+    return values
+
+
+def of_run(args: Any, submissions: list[Submission], shard: Shard | None) -> ClassManifest:
+    """The class.json of a grading run: ``args`` are ``attnkit grade``'s parsed options."""
+    members = sorted((member(s) for s in submissions), key=lambda m: m.id)
+    return ClassManifest(
+        submissions=absolute(args.submissions),
+        assignment=args.assignment,
+        options=options_of(args),
+        hidden_tests=hidden_tests_fingerprint(),
+        members=tuple(members),
+        shard=shard,
+    )
+
+
+def read_if_any(out: Path) -> ClassManifest | None:
+    """OUT's class.json, or None when there is none (or it is not one: it is then rewritten)."""
+    try:
+        return read(out)
+    except KitError:
+        return None
+
+
+def write(out: Path, manifest: ClassManifest) -> None:
+    write_atomic(out / NAME, manifest.to_json())
+
+
+def refused(path: Path, why: str) -> KitError:
+    return KitError(
+        f"{path} is not a class file attnkit wrote ({why}).",
+        "Grade the class again with `attnkit grade` into a fresh --out.",
+    )
+
+
+def text(value: Any, path: Path, name: str) -> str:
+    if not isinstance(value, str):
+        raise refused(path, f"{name} is not text")
+    return value
+
+
+def read(out: Path) -> ClassManifest:
+    """OUT's ``class.json``, checked field by field, or one KitError naming the file."""
+    path = out / NAME
+    try:
+        document = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise KitError(
+            f"{out} holds no {NAME}: it is not the output of `attnkit grade` or "
+            "`attnkit merge` (or was written by a kit older than 0.1).",
+            "Pass the --out folder of a grading run.",
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise refused(path, f"unreadable: {exc}") from None
+    if not isinstance(document, dict) or document.get("schema") != SCHEMA:
+        raise refused(path, f"not schema {SCHEMA}")
+    members = document.get("members")
+    if not isinstance(members, list):
+        raise refused(path, "members is not a list")
+    checked = []
+    for entry in members:
+        if not isinstance(entry, dict):
+            raise refused(path, "a member is not an object")
+        fields = [text(entry.get(k), path, k) for k in ("id", "result", "sha256")]
+        result = Path(fields[1])
+        # A result path is ours only when it is results/<folder>/<file>.json, nothing more.
+        if (
+            result.is_absolute()
+            or len(result.parts) != 3
+            or result.parts[0] != "results"
+            or (".." in result.parts or result.suffix != ".json")
+        ):
+            raise refused(path, f"member result {fields[1]!r} is outside results/")
+        checked.append(Member(*fields))
+    shard = document.get("shard")
+    if shard is not None:
+        if not isinstance(shard, dict) or not all(
+            isinstance(shard.get(k), int) and not isinstance(shard.get(k), bool)
+            for k in ("index", "count")
+        ):
+            raise refused(path, "shard is not an index and a count")
+        if not 1 <= shard["index"] <= shard["count"]:
+            raise refused(path, "shard index out of range")
+        shard = Shard(shard["index"], shard["count"], str(shard.get("chosen_by", "")))
+    ids = [m.id for m in checked]
+    if len(set(ids)) != len(ids) or len({m.result for m in checked}) != len(ids):
+        raise refused(path, "a member is listed twice")
+    options = document.get("options")
+    assignment = document.get("assignment")
+    if not isinstance(options, dict) or not (assignment is None or isinstance(assignment, str)):
+        raise refused(path, "options or assignment malformed")
+    if set(options) != set(OPTIONS) or not all(
+        type(options[name]) in OPTIONS[name] for name in OPTIONS
+    ):
+        raise refused(path, f"options are not exactly {', '.join(OPTIONS)}")
+    merged = document.get("merged_from", [])
+    if not isinstance(merged, list) or not all(isinstance(m, str) for m in merged):
+        raise refused(path, "merged_from malformed")
+    return ClassManifest(
+        submissions=text(document.get("submissions"), path, "submissions"),
+        assignment=assignment,
+        options=options,
+        hidden_tests=text(document.get("hidden_tests"), path, "hidden_tests"),
+        members=tuple(checked),
+        shard=shard,
+        kit_version=text(document.get("kit_version"), path, "kit_version"),
+        merged_from=tuple(merged),
+    )
+
+
+def absolute(path: Path) -> str:
+    """SUBMISSIONS as regrade will need it from any working folder (links kept as given)."""
+    return os.path.abspath(path)
