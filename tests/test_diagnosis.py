@@ -45,7 +45,10 @@ def graded_mistakes(tmp_path_factory):
         write_notebook(correct, tmp / "subs" / f"correct_{slug}.ipynb")
     settings = GradeSettings(call_timeout=10.0, budget=120.0)
     grade_all(discover(tmp / "subs"), tmp / "out", settings, jobs=2)
-    return {(r["student"], r["assignment"]): r for r in write_gradebook(tmp / "out", result_paths(tmp / "out"))}
+    return {
+        (r["student"], r["assignment"]): r
+        for r in write_gradebook(tmp / "out", result_paths(tmp / "out"))
+    }
 
 
 @pytest.mark.slow

@@ -125,7 +125,9 @@ def test_a_grader_that_never_starts_is_replaced_then_blamed(tmp_path, monkeypatc
     monkeypatch.setattr(supervisor, "STARTUP_LIMIT", 10.0)  # room for a spawned start-up
     todo = fake_class(tmp_path / "subs", ["mute", "ann"])
     outcome = grade_all(todo, tmp_path / "out", FAST, jobs=1, grader=misbehaving_grader)
-    records = {r["student"]: r for r in results.collect(results.result_paths(tmp_path / "out", todo))}
+    records = {
+        r["student"]: r for r in results.collect(results.result_paths(tmp_path / "out", todo))
+    }
     assert outcome.graded == 2 and records["ann"]["status"] == "graded"
     assert "did not start grading within 10 s twice" in records["mute"]["error"]
     assert [s.student for s in missing(todo, tmp_path / "out")] == ["mute"]
@@ -241,6 +243,7 @@ def test_a_class_of_300_with_10_broken_files_is_all_accounted_for(tmp_path: Path
         "results",
         "grades.json",
         "grades.csv",
+        "class.json",
         ".attnkit-grade.lock",
     }
     assert not [p for p in tmp_path.rglob("*") if p.suffix == ".tmp"]
