@@ -109,10 +109,12 @@ def tree_rss(root: int) -> int:
     return total
 
 
-def build_submissions(folder: Path, slug: str, count: int, loop: bool = True) -> dict[str, int]:
+def build_submissions(
+    folder: Path, slug: str, count: int, loop: bool = True, released_dir: Path = ASSIGNMENTS_DIR
+) -> dict[str, int]:
     """count submissions: 1 loops (unless not ``loop``: it is then correct), 1 is damaged,
-    the rest alternate correct and mistaken."""
-    released = released_notebook(slug, ASSIGNMENTS_DIR)
+    the rest alternate correct and mistaken; from the released notebooks in ``released_dir``."""
+    released = released_notebook(slug, released_dir)
     from attnkit.assignments import ASSIGNMENTS
 
     mistakes = [m for e in ASSIGNMENTS[slug].exercises for m in mistakes_for(slug, e.name)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -168,12 +169,18 @@ def plan_merge(found: Found, manifest: ClassManifest, count: int) -> Plan:
     for folder in by_index.values():
         if still_running(folder):
             plan.problems.append(f"{folder} is still being graded: wait for it to end")
+    # Each folder's result files, listed once: a member's result is read only where it is.
+    held = {
+        folder: {p.relative_to(folder).as_posix() for p in folder.glob("results/*/*.json")}
+        for folder in by_index.values()
+    }
     for member in manifest.members:
         index = shards.shard_of(member.id, count)
         current = [
             folder
             for folder in by_index.values()
-            if results.is_current(results.read_record(folder / member.result), member.sha256)
+            if member.result in held[folder]
+            and results.is_current(results.read_record(folder / member.result), member.sha256)
         ]
         home = by_index.get(index)
         if len(current) > 1 or (current and current[0] != home):
@@ -201,13 +208,26 @@ def why_missing(path: Path) -> str:
     return "its result is of another version of the file"
 
 
+def place(source: Path, target: Path) -> None:
+    """``source``'s result at ``target``, atomically: a hard link where both are on one file
+    system (nothing to copy or sync), else a copy written as every result is."""
+    if source.resolve() == target.resolve():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.link")
+    try:
+        os.link(source, temporary)
+    except OSError:
+        results.write_atomic(target, source.read_text(encoding="utf-8"))
+        return
+    os.replace(temporary, target)
+
+
 def write_merged(out: Path, manifest: ClassManifest, plan: Plan, folders: list[Path]) -> None:
     """Copy the results into OUT, then write its gradebook and class.json (atomically)."""
     with results.exclusive(out):
         for member in manifest.members:
-            target = out / member.result
-            if plan.sources[member.id].resolve() != target.resolve():
-                results.write_atomic(target, plan.sources[member.id].read_text(encoding="utf-8"))
+            place(plan.sources[member.id], out / member.result)
         merged = replace(
             manifest,
             shard=None,

@@ -44,10 +44,11 @@ fi
 chown -R "$user:$user" "$work"
 chmod 700 "$work"
 
-# Keep pip's settings (local wheels and indexes), drop everything else of root's environment.
+# Keep pip's settings (local wheels and indexes), CI's flag (tests that must not skip there)
+# and a test Slurm cluster's configuration; drop everything else of root's environment.
 pip_env=()
 while IFS='=' read -r name value; do
-    case "$name" in PIP_*) pip_env+=("$name=$value") ;; esac
+    case "$name" in PIP_*|CI|ATTNKIT_TEST_SLURM_CONF) pip_env+=("$name=$value") ;; esac
 done < <(env)
 
 run_as() {
