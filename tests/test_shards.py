@@ -383,3 +383,63 @@ def test_reading_a_class_file_is_total(tmp_path_factory, value, field: str | Non
         return
     for member in manifest.members:
         assert (folder / member.result).resolve().is_relative_to((folder / "results").resolve())
+
+
+# -- the scripts and manifests the engines run -------------------------------------------------
+
+
+def test_the_sbatch_scripts_parse_quote_submissions_and_refuse_unsafe_lines(tmp_path) -> None:
+    subs = tmp_path / "class of 2026; rm -rf ~"
+    subs.mkdir()
+    out = tmp_path / "out"
+    ok(attnkit("slurm", str(subs), "--out", str(out), "--shards", "3", "--cpus", "2",
+               "--partition", "short", "--feedback"))  # fmt: skip
+    shards_script = (out / "slurm" / "shards.sbatch").read_text()
+    for name in ("shards.sbatch", "merge.sbatch", "submit"):
+        assert subprocess.run(["bash", "-n", str(out / "slurm" / name)]).returncode == 0
+        assert os.access(out / "slurm" / name, os.X_OK)
+    assert "#SBATCH --array=1-3" in shards_script and "#SBATCH --partition=short" in shards_script
+    assert f"#SBATCH --output={out}/logs/shard-%a-of-3.out" in shards_script
+    # The class folder's name reaches bash as one word, never as a command.
+    command = shards_script.splitlines()[-1]
+    assert f"'{subs}'" in command and "--shards 3" in command and "--feedback" in command
+    assert (out / "logs").is_dir()
+    for args, words in [
+        (["--out", str(tmp_path / "my out")], "OUT"),
+        (["--out", str(tmp_path / "100%")], "OUT"),
+        (["--out", str(out), "--partition", "a\n#SBATCH --uid=0"], "--partition"),
+        (["--out", str(out), "--time", "1 day"], "--time"),
+        (["--out", str(out), "--shards", "0"], "shards"),
+    ]:
+        argv = ["slurm", str(subs), "--shards", "2", *args]
+        done = attnkit(*argv) if "--shards" not in args else attnkit("slurm", str(subs), *args)
+        assert done.returncode == 1 and words in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+    done = attnkit("slurm", "--regrade", "--out", str(out), "--shards", "2")
+    assert done.returncode == 0
+    assert "regrade" in (out / "slurm" / "shards.sbatch").read_text().splitlines()[-1]
+
+
+def test_the_kubernetes_manifests_are_an_indexed_job_and_a_merge_on_one_volume() -> None:
+    import yaml
+
+    folder = ROOT / "deploy" / "kubernetes"
+    grade = yaml.safe_load((folder / "grade-job.yaml").read_text())
+    merge = yaml.safe_load((folder / "merge-job.yaml").read_text())
+    spec = grade["spec"]
+    assert grade["kind"] == merge["kind"] == "Job" and spec["completionMode"] == "Indexed"
+    (container,) = spec["template"]["spec"]["containers"]
+    command = container["command"]
+    count = command[command.index("--shards") + 1]
+    assert int(count) == spec["completions"] == spec["parallelism"]
+    assert command[:2] == ["attnkit", "grade"] and "--no-sandbox" not in command
+    out = command[command.index("--out") + 1]
+    (merger,) = merge["spec"]["template"]["spec"]["containers"]
+    assert merger["command"] == ["attnkit", "merge", out] and merger["image"] == container["image"]
+    claims = {
+        v["persistentVolumeClaim"]["claimName"]
+        for job in (grade, merge)
+        for v in job["spec"]["template"]["spec"]["volumes"]
+    }
+    assert len(claims) == 1
+    assert "bubblewrap" in (folder / "Dockerfile").read_text()
