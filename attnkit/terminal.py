@@ -30,6 +30,16 @@ def printable(text: str) -> str:
     )
 
 
+def one_line(text: str) -> str:
+    """``text`` as one line of a report: every non-printable character escaped, newlines
+    and tabs too, so a name can neither end its line nor forge the next one."""
+    if text.isprintable():
+        return text
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+    )
+
+
 class PrintableStream(io.TextIOBase):
     """A text stream that writes :func:`printable` text to ``inner``."""
 

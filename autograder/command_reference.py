@@ -1,8 +1,8 @@
-"""The README's command reference, generated from the ``attnkit`` argument parser.
+"""The command reference (docs/commands.md), generated from the ``attnkit`` argument parser.
 
 Every command, its synopsis, what it does and each option with its default, rendered as
-Markdown between two markers in README.md. ``attnkit generate`` writes it and ``attnkit
-generate --check`` (run by a test) fails when the README's copy differs, so the reference
+Markdown between two markers in docs/commands.md. ``attnkit generate`` writes it and
+``attnkit generate --check`` (run by a test) fails when the page differs, so the reference
 cannot drift from what the command line accepts.
 """
 
@@ -17,7 +17,7 @@ from attnkit.cli import build_parser
 from attnkit.errors import KitError
 
 START, END = "<!-- command-reference:start -->", "<!-- command-reference:end -->"
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "commands.md"
 
 
 def subcommands(
@@ -103,21 +103,21 @@ def between_markers(text: str, start: str, end: str, body: str) -> str:
     """``text`` with what stands between the markers ``start`` and ``end`` replaced by
     ``body``: how ``attnkit generate`` keeps a generated part of a hand-written file."""
     if start not in text or end not in text:
-        raise KitError(f"README.md lacks the markers {start} and {end}")
+        raise KitError(f"the page lacks the markers {start} and {end}")
     before, rest = text.split(start, 1)
     _, after = rest.split(end, 1)
     return f"{before}{start}\n{body}{end}{after}"
 
 
 def with_reference(readme: str) -> str:
-    """``readme`` with the text between the markers replaced by :func:`render`."""
+    """``readme`` (the page) with the text between the markers replaced by :func:`render`."""
     return between_markers(readme, START, END, render())
 
 
-def stale(path: Path = README) -> list[str]:
-    """Why the README's command reference is out of date (empty if it is current)."""
+def stale(path: Path = PAGE) -> list[str]:
+    """Why the command reference is out of date (empty if it is current)."""
     if not path.is_file():
-        return []  # an installed kit has no README to keep current
+        return []  # an installed kit has no docs/ to keep current
     text = path.read_text(encoding="utf-8")
     try:
         current = with_reference(text) == text
@@ -126,7 +126,7 @@ def stale(path: Path = README) -> list[str]:
     return [] if current else [f"{path}: the command reference differs from the parser"]
 
 
-def write(path: Path = README) -> Path | None:
+def write(path: Path = PAGE) -> Path | None:
     """Rewrite the reference in ``path`` if it differs; returns the path if it wrote."""
     if not path.is_file():
         return None

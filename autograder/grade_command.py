@@ -207,7 +207,10 @@ def grade_into(
     with progress as bar:
         outcome = grade_all(todo, args.out, settings, args.jobs, progress=bar.update)
     absent = results.missing(submissions, args.out)
-    paths = results.result_paths(args.out, submissions)
+    # Only current results: a submission the grader failed on, or whose result is of an
+    # older file, is left out of the gradebook (and named), never written as a 0.
+    left_out = {id(s) for s in absent}
+    paths = results.result_paths(args.out, [s for s in submissions if id(s) not in left_out])
     if not book:
         return outcome, absent, results.collect(paths)
     try:
@@ -245,6 +248,15 @@ def run(args: argparse.Namespace) -> int:
     from attnkit_data.verdict import locate_verdict
 
     shard = choose_shard(args)
+    problem = run_manifest.option_problem(run_manifest.options_of(args))
+    if problem is not None:
+        raise KitError(
+            f"the grading options are not usable: {problem}.",
+            "Give --timeout, --budget, --memory-mb and --cell-timeout as numbers above 0.",
+        )
+    # Ids of files of no known assignment are digests of their paths: the same however
+    # SUBMISSIONS is typed (and from any working folder, as shards and regrades run).
+    args.submissions = Path(os.path.abspath(args.submissions))
     submissions = find_submissions(args)
     everyone = submissions
     if shard is not None:

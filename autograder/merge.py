@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from attnkit.errors import KitError
+from attnkit.terminal import one_line
 
 from . import results, run_manifest, shards
-from .discovery import OUT_MARKER
+from .discovery import OUT_MARKER, Submission
 from .run_manifest import ClassManifest, Member
 from .shards import Shard
 
@@ -60,7 +61,9 @@ class Found:
 
 
 def shard_folders(paths: list[Path]) -> list[Path]:
-    """The shard folders ``paths`` name: themselves, or the ``shard-I-of-N`` inside them."""
+    """The shard folders ``paths`` name: themselves, or the ``shard-I-of-N`` inside them.
+    A shard folder must be a real folder: a link could put two names on one folder, or
+    take the merge somewhere else."""
     folders: list[Path] = []
     for path in paths:
         if not path.is_dir():
@@ -68,15 +71,23 @@ def shard_folders(paths: list[Path]) -> list[Path]:
         if shards.parse_folder(path.name) is not None:
             folders.append(path)
             continue
-        inside = sorted(p for p in path.iterdir() if shards.parse_folder(p.name) and p.is_dir())
+        inside = sorted(p for p in path.iterdir() if shards.parse_folder(p.name))
         if not inside:
             raise KitError(
                 f"{path} is not a shard folder (shard-I-of-N) and holds none.",
                 "Pass the --out folder of `attnkit grade --shard`, or its shard folders.",
             )
         folders += inside
-    unique = list(dict.fromkeys(p.resolve() for p in folders))
-    return unique
+    unique: dict[Path, Path] = {}
+    for folder in folders:
+        if folder.is_symlink() or not folder.is_dir():
+            raise KitError(
+                f"{folder} is a link or not a folder: shard folders must be the folders "
+                "`attnkit grade --shard` wrote.",
+                "Replace it with the folder itself (or leave it out of the merge).",
+            )
+        unique.setdefault(folder.resolve(), folder)
+    return list(unique.values())
 
 
 def read_shards(folders: list[Path]) -> Found:
@@ -161,9 +172,13 @@ def plan_merge(found: Found, manifest: ClassManifest, count: int) -> Plan:
     plan = Plan()
     missing_shards = sorted(set(range(1, count + 1)) - set(by_index))
     for index in missing_shards:
-        members = sum(shards.shard_of(m.id, count) == index for m in manifest.members)
+        members = [describe(m) for m in manifest.members if shards.shard_of(m.id, count) == index]
+        named = ", ".join(members[:10]) + (
+            f" and {len(members) - 10} more" if len(members) > 10 else ""
+        )
         plan.problems.append(
-            f"shard {index} of {count} returned nothing ({members} submission(s)): rerun it "
+            f"shard {index} of {count} returned nothing ({len(members)} submission(s)"
+            f"{': ' + named if members else ''}): rerun it "
             f"(attnkit grade ... --shard {index}/{count}, or sbatch --array={index} ...)"
         )
     for folder in by_index.values():
@@ -179,8 +194,7 @@ def plan_merge(found: Found, manifest: ClassManifest, count: int) -> Plan:
         current = [
             folder
             for folder in by_index.values()
-            if member.result in held[folder]
-            and results.is_current(results.read_record(folder / member.result), member.sha256)
+            if member.result in held[folder] and usable(folder / member.result, member)
         ]
         home = by_index.get(index)
         if len(current) > 1 or (current and current[0] != home):
@@ -191,21 +205,42 @@ def plan_merge(found: Found, manifest: ClassManifest, count: int) -> Plan:
         elif current:
             plan.sources[member.id] = current[0] / member.result
         elif home is not None:
-            plan.problems.append(f"{describe(member)}: {why_missing(home / member.result)}")
+            plan.problems.append(f"{describe(member)}: {why_missing(home / member.result, member)}")
     return plan
 
 
+def belongs_to(record: dict[str, Any], member: Member) -> bool:
+    """Whether a well-formed result says it is the result of ``member``: its student and
+    assignment (and file, for an unknown assignment) give the member's result path."""
+    claimed = Submission(record["student"], record["assignment"], Path(record["source"]))
+    return results.result_path(Path(), claimed).as_posix() == member.result
+
+
+def usable(path: Path, member: Member) -> bool:
+    """A current result of ``member``'s file, fit for the gradebook, that is about it."""
+    record = results.read_record(path)
+    return (
+        record is not None
+        and results.is_current(record, member.sha256)
+        and results.record_problem(record) is None
+        and belongs_to(record, member)
+    )
+
+
 def describe(member: Member) -> str:
-    return str(member.id.removesuffix(".json"))
+    return one_line(member.id.removesuffix(".json"))
 
 
-def why_missing(path: Path) -> str:
+def why_missing(path: Path, member: Member) -> str:
     record = results.read_record(path)
     if record is None:
         return f"no result in {path.parent.parent.parent.name}"
     if record.get("fault") == "grader":
-        return f"the grader failed on it ({str(record.get('error'))[:200]})"
-    return "its result is of another version of the file"
+        return f"the grader failed on it ({one_line(str(record.get('error'))[:200])})"
+    if not results.is_current(record, member.sha256):
+        return "its result is of another version of the file"
+    problem = results.record_problem(record) or "it names another submission"
+    return f"its result file is not one the grader wrote ({problem})"
 
 
 def place(source: Path, target: Path) -> None:
@@ -220,14 +255,55 @@ def place(source: Path, target: Path) -> None:
     except OSError:
         results.write_atomic(target, source.read_text(encoding="utf-8"))
         return
-    os.replace(temporary, target)
+    try:
+        os.replace(temporary, target)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def in_the_way(out: Path, manifest: ClassManifest) -> list[str]:
+    """What in OUT is not what a result needs (a link or a file where a folder goes, a folder
+    where a result goes): checked before anything is placed, so a merge that could not
+    finish changes nothing."""
+    blocked = []
+    folders = {out / "results"} | {out / Path(m.result).parent for m in manifest.members}
+    for folder in sorted(folders):
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            blocked.append(f"{folder} is in the way: it should be a folder of results")
+    for member in manifest.members:
+        target = out / member.result
+        if target.is_dir() and not target.is_symlink():
+            blocked.append(f"{target} is in the way: it should be a result file")
+    return blocked
+
+
+def conflict(out: Path, manifest: ClassManifest) -> str | None:
+    """Why merging into OUT would go back in time: OUT's own gradebook was graded with
+    other grading packages than the shards (an accepted regrade, a kit upgrade)."""
+    existing = run_manifest.read_if_any(out)
+    if existing is None or existing.shard is not None:
+        return None
+    if existing.hidden_tests != manifest.hidden_tests:
+        return (
+            f"{out}'s gradebook was graded with other grading packages "
+            f"({existing.hidden_tests}) than these shards ({manifest.hidden_tests}): merging "
+            "them would replace newer grades with older ones"
+        )
+    return None
 
 
 def write_merged(out: Path, manifest: ClassManifest, plan: Plan, folders: list[Path]) -> None:
     """Copy the results into OUT, then write its gradebook and class.json (atomically)."""
     with results.exclusive(out):
-        for member in manifest.members:
-            place(plan.sources[member.id], out / member.result)
+        try:
+            for member in manifest.members:
+                place(plan.sources[member.id], out / member.result)
+        except OSError as exc:
+            raise KitError(
+                f"cannot place the results in {out}: {exc}.",
+                "Fix that and merge again; the gradebook files were not written.",
+            ) from None
         merged = replace(
             manifest,
             shard=None,
@@ -250,6 +326,10 @@ def merge(paths: list[Path], out: Path | None) -> tuple[Path, ClassManifest]:
     found = read_shards(folders)
     manifest, count = one_class(found)
     plan = plan_merge(found, manifest, count)
+    clash = conflict(out, manifest)
+    if clash is not None:
+        raise KitError(clash + ".", "Merge into a new --out, or regrade the class instead.")
+    plan.problems += in_the_way(out, manifest)
     if plan.problems:
         raise KitError(
             f"the shards of {out} are incomplete, so no gradebook was written:\n  "

@@ -13,15 +13,17 @@ the old and the new message. ``attnkit regrade OUT --accept`` then keeps the old
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from attnkit.errors import KitError
+from attnkit.terminal import one_line
 
 from . import grade_command, merge, results, run_manifest, shards
 from .run_manifest import ClassManifest
@@ -48,6 +50,7 @@ def add_parser(commands: Any) -> None:
     )
     regrade.add_argument("--jobs", type=int, default=None, help="grader processes")
     grade_command.add_shard_options(regrade)
+    grade_command.add_isolation_options(regrade)
     regrade.set_defaults(handler=run)
 
 
@@ -86,7 +89,8 @@ def compare(old: dict[str, Any] | None, new: dict[str, Any] | None) -> Change | 
     """The change between two results of one submission, or None if its points held."""
     before, after = by_cell(old), by_cell(new)
     cells = []
-    for grade_id in sorted(set(before) | set(after)):
+    # A submission that came or went changed as a whole: no cell-by-cell list.
+    for grade_id in sorted(set(before) | set(after)) if old and new else ():
         a, b = before.get(grade_id, {}), after.get(grade_id, {})
         if a.get("points") != b.get("points"):
             cells.append(
@@ -108,15 +112,46 @@ def compare(old: dict[str, Any] | None, new: dict[str, Any] | None) -> Change | 
     )
 
 
-def changes_of(out: Path, new: Path, manifest: ClassManifest) -> list[Change]:
+def changes_of(out: Path, new: Path, old: ClassManifest, manifest: ClassManifest) -> list[Change]:
+    """Every submission whose points or status moved, among those of either gradebook: one
+    that left SUBMISSIONS since is a change too (its result goes)."""
     found = []
-    for member in manifest.members:
-        old_record = results.read_result(out / member.result)
-        new_record = results.read_result(new / member.result)
+    paths = sorted({m.result for m in old.members} | {m.result for m in manifest.members})
+    for result in paths:
+        old_record = results.read_result(out / result)
+        new_record = results.read_result(new / result)
         change = compare(old_record, new_record)
         if change is not None:
             found.append(change)
     return sorted(found, key=lambda c: (c.student, c.assignment or ""))
+
+
+def printable_change(change: Change) -> Change:
+    """``change`` with every text one line of printable characters: a student's file name
+    (their id) can neither end its line of the report nor forge another."""
+    cells = tuple(
+        CellChange(one_line(c.grade_id), c.old_points, c.new_points,
+                   one_line(c.old_message), one_line(c.new_message))
+        for c in change.cells
+    )  # fmt: skip
+    return replace(
+        change,
+        student=one_line(change.student),
+        assignment=None if change.assignment is None else one_line(change.assignment),
+        old_status=None if change.old_status is None else one_line(change.old_status),
+        new_status=None if change.new_status is None else one_line(change.new_status),
+        cells=cells,
+    )
+
+
+def status_change(change: Change) -> str:
+    if change.new_status is None:
+        return " (its file has left SUBMISSIONS)"
+    if change.old_status is None:
+        return " (new in SUBMISSIONS)"
+    if change.old_status != change.new_status:
+        return f" [{change.old_status} -> {change.new_status}]"
+    return ""
 
 
 def points(value: float | None) -> str:
@@ -124,21 +159,21 @@ def points(value: float | None) -> str:
 
 
 def report_text(changes: list[Change], old: ClassManifest, new: ClassManifest) -> str:
+    either = {m.result for m in old.members} | {m.result for m in new.members}
     lines = [
-        f"{len(changes)} of {len(new.members)} submission(s) changed grade "
+        f"{len(changes)} of {len(either)} submission(s) changed grade "
         f"(hidden tests {old.hidden_tests} -> {new.hidden_tests}, "
         f"kit {old.kit_version} -> {new.kit_version})"
     ]
-    for change in changes:
+    for change in map(printable_change, changes):
         delta = ""
         if isinstance(change.old_score, int | float) and isinstance(change.new_score, int | float):
             delta = f" ({change.new_score - change.old_score:+g})"
         lines.append(
             f"  {change.student} {change.assignment or '(unknown assignment)'}: "
             f"{points(change.old_score)} -> {points(change.new_score)}{delta}"
-            + (f" [{change.old_status} -> {change.new_status}]"
-               if change.old_status != change.new_status else "")
-        )  # fmt: skip
+            + status_change(change)
+        )
         for cell in change.cells:
             lines.append(
                 f"    {cell.grade_id}: {points(cell.old_points)} -> {points(cell.new_points)}"
@@ -148,14 +183,23 @@ def report_text(changes: list[Change], old: ClassManifest, new: ClassManifest) -
     return "\n".join(lines) + "\n"
 
 
+def class_digest(out: Path) -> str:
+    """The digest of OUT's class.json: which gradebook a regrade was compared with."""
+    try:
+        return hashlib.sha256((out / run_manifest.NAME).read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
 def write_report(out: Path, new: Path, old: ClassManifest, manifest: ClassManifest) -> str:
-    changes = changes_of(out, new, manifest)
+    changes = changes_of(out, new, old, manifest)
     text = report_text(changes, old, manifest)
     document = {
         "schema": "attnkit-changes/1",
+        "base": class_digest(out),
         "hidden_tests": {"old": old.hidden_tests, "new": manifest.hidden_tests},
         "kit_version": {"old": old.kit_version, "new": manifest.kit_version},
-        "submissions": len(manifest.members),
+        "submissions": len({m.result for m in (*old.members, *manifest.members)}),
         "changed": [asdict(c) for c in changes],
     }
     results.write_atomic_files(
@@ -174,6 +218,16 @@ def grade_arguments(manifest: ClassManifest, out: Path, args: argparse.Namespace
     """``attnkit grade``'s options for the class again: what class.json recorded."""
     options = dict(manifest.options)
     gradebook = options.pop("gradebook")
+    # Isolation comes from this command line only, never from a file in OUT: a regrade is
+    # in bubblewrap unless the instructor asks again for something weaker.
+    for name, flag in (("no_sandbox", "--no-sandbox"), ("sandbox_user", "--sandbox-user")):
+        if options[name] and options[name] != getattr(args, name):
+            print(
+                f"note: the first grading ran with {flag}; this regrade does not, unless you "
+                f"pass {flag} again",
+                file=sys.stderr,
+            )
+        options[name] = getattr(args, name)
     return argparse.Namespace(
         submissions=Path(manifest.submissions),
         out=out,
@@ -212,6 +266,9 @@ def regrade(args: argparse.Namespace) -> int:
             "Merge the shards first (attnkit merge), then regrade.",
         )
     target = out / FOLDER
+    # A report stands for a whole regrade: the last one goes before anything is graded.
+    for name in ("changes.txt", "changes.json"):
+        (target / name).unlink(missing_ok=True)
     grading = grade_arguments(old, target, args)
     sharded = args.shard is not None or grade_command.choose_shard(grading) is not None
     pieces = target.is_dir() and any(shards.parse_folder(p.name) for p in target.iterdir())
@@ -241,36 +298,55 @@ def regrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def finished_regrade(out: Path) -> ClassManifest:
+    """OUT/regrade's class, when it holds a whole regrade compared with OUT's gradebook as it
+    is now; otherwise one KitError that says what to run."""
+    target = out / FOLDER
+    again = f"Run `attnkit regrade {out}` (it resumes), then accept."
+    try:
+        report = json.loads((target / "changes.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise KitError(f"{out} holds no finished regrade (no change report).", again) from None
+    if not isinstance(report, dict) or report.get("base") != class_digest(out):
+        raise KitError(
+            f"{out} was graded again since its regrade was made: the regrade is stale.", again
+        )
+    new = run_manifest.read(target)
+    absent = [m for m in new.members if not merge.usable(target / m.result, m)]
+    if new.shard is not None or absent or not (target / "grades.json").is_file():
+        raise KitError(f"the regrade in {target} is incomplete.", again)
+    return new
+
+
 def accept(out: Path) -> int:
     """Keep OUT's gradebook in OUT/previous/<time>/ and move the regrade's into OUT."""
     target = out / FOLDER
-    new = run_manifest.read(target)
-    if new.shard is not None or not (target / "grades.json").is_file():
-        raise KitError(
-            f"{target} holds no finished regrade.", f"Run `attnkit regrade {out}` first."
-        )
+    new = finished_regrade(out)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     kept = out / "previous" / stamp
-    kept.mkdir(parents=True)
     with results.exclusive(out):
-        moved: list[tuple[Path, Path]] = []
+        kept.mkdir(parents=True)
+        old_shards = [p.name for p in out.iterdir() if shards.parse_folder(p.name)]
+        moves = [(out / name, kept / name) for name in (*ACCEPTED, *old_shards)]
+        moves += [(target / name, out / name) for name in ACCEPTED]
+        moves += [(target / n, kept / n) for n in ("changes.txt", "changes.json")]
+        moves.append((target, kept / FOLDER))  # its logs and shard folders
+        done: list[tuple[Path, Path]] = []
         try:
-            for name in ACCEPTED:
-                if (out / name).exists():
-                    os.replace(out / name, kept / name)
-                    moved.append((kept / name, out / name))
-            for name in (*ACCEPTED, "changes.txt", "changes.json"):
-                if (target / name).exists():
-                    destination = kept / name if name.startswith("changes") else out / name
-                    os.replace(target / name, destination)
-                    moved.append((destination, target / name))
-        except OSError as exc:
-            for source, back in reversed(moved):
-                os.replace(source, back)
-            raise KitError(
-                f"cannot move the regrade into {out}: {exc}.", "Nothing was changed."
-            ) from None
-        os.replace(target, kept / FOLDER)  # its logs and shard folders, out of the next one's way
+            for source, destination in moves:
+                if source.exists():
+                    os.replace(source, destination)
+                    done.append((source, destination))
+        except BaseException as exc:
+            # An error or an interrupt: every move is undone, and OUT is as it was.
+            for source, destination in reversed(done):
+                os.replace(destination, source)
+            kept.rmdir()
+            if isinstance(exc, OSError):
+                raise KitError(
+                    f"cannot move the regrade into {out}: {exc}.", "Nothing was changed."
+                ) from None
+            raise
     print(f"the regrade is now the gradebook of {out}; the old one is kept in {kept}")
     records = results.collect([out / m.result for m in new.members])
     gradebook = new.options.get("gradebook")

@@ -17,6 +17,7 @@ import fcntl
 import hashlib
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -168,6 +169,32 @@ def is_current(record: dict[str, Any] | None, sha256: str, feedback: bool = Fals
     if feedback and record.get("status") == "graded" and "heatmap" not in record:
         return False
     return record.get("source_sha256") == sha256
+
+
+def number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def record_problem(record: dict[str, Any]) -> str | None:
+    """What makes ``record`` unfit for a gradebook (a field the gradebook reads that is
+    missing or of the wrong kind), or None: a result file is read like any other file."""
+    if not isinstance(record.get("student"), str) or not isinstance(record.get("source"), str):
+        return "no student or source"
+    if not (record.get("assignment") is None or isinstance(record.get("assignment"), str)):
+        return "assignment is not text"
+    if record.get("status") not in ("graded", "error"):
+        return "status is neither graded nor error"
+    if not (number(record.get("score")) and number(record.get("max_score"))):
+        return "score is not a number"
+    if not (record.get("error") is None or isinstance(record.get("error"), str)):
+        return "error is not text"
+    tests = record.get("tests")
+    if not isinstance(tests, list) or not all(
+        isinstance(t, dict) and isinstance(t.get("grade_id"), str) and number(t.get("points"))
+        for t in tests
+    ):
+        return "tests are not graded cells"
+    return None
 
 
 def already_graded(out: Path, submission: Submission, feedback: bool = False) -> bool:

@@ -18,6 +18,7 @@ import functools
 import hashlib
 import importlib.util
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -91,6 +92,11 @@ references, the rubric (the source notebooks' points), the mistake catalogue, th
 comparisons and the sandbox."""
 
 
+GRADING_FILES = frozenset({".py", ".toml", ".json", ".ipynb", ".npz", ".ini", ".bin"})
+"""The files of those packages that a wheel installs: an editable install and a wheel of the
+same kit give the same fingerprint."""
+
+
 @functools.cache
 def hidden_tests_fingerprint() -> str:
     """A digest of the installed grading packages' files (see :data:`GRADING_PACKAGES`):
@@ -102,7 +108,11 @@ def hidden_tests_fingerprint() -> str:
             raise KitError(f"the package {package} is not installed.", "Reinstall the kit.")
         root = Path(next(iter(spec.submodule_search_locations)))
         for path in sorted(root.rglob("*")):
-            if "__pycache__" in path.parts or not path.is_file() or path.suffix == ".pyc":
+            if (
+                "__pycache__" in path.parts
+                or path.suffix not in GRADING_FILES
+                or not path.is_file()
+            ):
                 continue
             digest.update(f"{package}/{path.relative_to(root).as_posix()}\0".encode())
             digest.update(hashlib.sha256(path.read_bytes()).digest())
@@ -121,6 +131,22 @@ OPTIONS: dict[str, tuple[type, ...]] = {
 }
 """The grade options that decide a result or where it goes, and the types they may have:
 what regrade passes again, and all that it accepts from a class.json."""
+
+
+POSITIVE = ("timeout", "budget", "memory_mb", "cell_timeout")
+"""The limits: each a finite number above zero (a budget of -1 or NaN would fail every
+student for the operator's typo)."""
+
+
+def option_problem(options: dict[str, Any]) -> str | None:
+    """What is wrong with grading options (from the command line or a class.json), or None."""
+    for name, kinds in OPTIONS.items():
+        if type(options.get(name)) not in kinds:
+            return f"{name} is not {' or '.join(k.__name__ for k in kinds)}"
+    for name in POSITIVE:
+        if not (math.isfinite(options[name]) and options[name] > 0):
+            return f"{name} is {options[name]!r}, not a number above 0"
+    return None
 
 
 def options_of(args: Any) -> dict[str, Any]:
@@ -168,8 +194,7 @@ def text(value: Any, path: Path, name: str) -> str:
     return value
 
 
-def read(out: Path) -> ClassManifest:
-    """OUT's ``class.json``, checked field by field, or one KitError naming the file."""
+def load(out: Path) -> dict[str, Any]:
     path = out / NAME
     try:
         document = json.loads(path.read_bytes())
@@ -183,11 +208,14 @@ def read(out: Path) -> ClassManifest:
         raise refused(path, f"unreadable: {exc}") from None
     if not isinstance(document, dict) or document.get("schema") != SCHEMA:
         raise refused(path, f"not schema {SCHEMA}")
-    members = document.get("members")
-    if not isinstance(members, list):
+    return document
+
+
+def read_members(value: Any, path: Path) -> tuple[Member, ...]:
+    if not isinstance(value, list):
         raise refused(path, "members is not a list")
-    checked = []
-    for entry in members:
+    members = []
+    for entry in value:
         if not isinstance(entry, dict):
             raise refused(path, "a member is not an object")
         fields = [text(entry.get(k), path, k) for k in ("id", "result", "sha256")]
@@ -200,38 +228,53 @@ def read(out: Path) -> ClassManifest:
             or (".." in result.parts or result.suffix != ".json")
         ):
             raise refused(path, f"member result {fields[1]!r} is outside results/")
-        checked.append(Member(*fields))
-    shard = document.get("shard")
-    if shard is not None:
-        if not isinstance(shard, dict) or not all(
-            isinstance(shard.get(k), int) and not isinstance(shard.get(k), bool)
-            for k in ("index", "count")
-        ):
-            raise refused(path, "shard is not an index and a count")
-        if not 1 <= shard["index"] <= shard["count"]:
-            raise refused(path, "shard index out of range")
-        shard = Shard(shard["index"], shard["count"], str(shard.get("chosen_by", "")))
-    ids = [m.id for m in checked]
-    if len(set(ids)) != len(ids) or len({m.result for m in checked}) != len(ids):
-        raise refused(path, "a member is listed twice")
-    options = document.get("options")
-    assignment = document.get("assignment")
-    if not isinstance(options, dict) or not (assignment is None or isinstance(assignment, str)):
-        raise refused(path, "options or assignment malformed")
-    if set(options) != set(OPTIONS) or not all(
-        type(options[name]) in OPTIONS[name] for name in OPTIONS
+        members.append(Member(*fields))
+    if len({m.id for m in members}) != len(members) or len({m.result for m in members}) != len(
+        members
     ):
+        raise refused(path, "a member is listed twice")
+    return tuple(members)
+
+
+def read_shard(value: Any, path: Path) -> Shard | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(
+        isinstance(value.get(k), int) and not isinstance(value.get(k), bool)
+        for k in ("index", "count")
+    ):
+        raise refused(path, "shard is not an index and a count")
+    if not 1 <= value["index"] <= value["count"]:
+        raise refused(path, "shard index out of range")
+    return Shard(value["index"], value["count"], str(value.get("chosen_by", "")))
+
+
+def read_options(value: Any, path: Path) -> dict[str, Any]:
+    if not isinstance(value, dict) or set(value) != set(OPTIONS):
         raise refused(path, f"options are not exactly {', '.join(OPTIONS)}")
+    problem = option_problem(value)
+    if problem is not None:
+        raise refused(path, problem)
+    return value
+
+
+def read(out: Path) -> ClassManifest:
+    """OUT's ``class.json``, checked field by field, or one KitError naming the file."""
+    path = out / NAME
+    document = load(out)
+    assignment = document.get("assignment")
+    if not (assignment is None or isinstance(assignment, str)):
+        raise refused(path, "assignment is not text")
     merged = document.get("merged_from", [])
     if not isinstance(merged, list) or not all(isinstance(m, str) for m in merged):
         raise refused(path, "merged_from malformed")
     return ClassManifest(
         submissions=text(document.get("submissions"), path, "submissions"),
         assignment=assignment,
-        options=options,
+        options=read_options(document.get("options"), path),
         hidden_tests=text(document.get("hidden_tests"), path, "hidden_tests"),
-        members=tuple(checked),
-        shard=shard,
+        members=read_members(document.get("members"), path),
+        shard=read_shard(document.get("shard"), path),
         kit_version=text(document.get("kit_version"), path, "kit_version"),
         merged_from=tuple(merged),
     )

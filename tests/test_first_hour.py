@@ -58,14 +58,14 @@ def test_the_installed_lesson_text_is_readable_like_any_file(tmp_path: Path, mon
     assert stat.S_IMODE(installed.stat().st_mode) == 0o644
 
 
-def test_the_readme_command_reference_is_the_parser(tmp_path: Path) -> None:
+def test_the_command_reference_is_the_parser(tmp_path: Path) -> None:
     from attnkit_autograder import command_reference
 
     assert command_reference.stale() == []
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = command_reference.PAGE.read_text(encoding="utf-8")
     for line in ("`--budget BUDGET`", "`attnkit course init DIR`", "`--visibility VISIBILITY`"):
         assert line in readme
-    drifted = tmp_path / "README.md"
+    drifted = tmp_path / "commands.md"
     before, reference = readme.split(command_reference.START, 1)
     drifted.write_text(
         before + command_reference.START + reference.replace("per submission", "per student", 1)

@@ -37,7 +37,9 @@ keys = x @ self.W_key
 values = x @ self.W_value
 weights = softmax(queries @ keys.transpose(-2, -1), dim=-1)
 return weights @ values"""
-FORGOT_MAX = ("nadia", "omar", "pia")
+FORGED = "pia\n  ada lesson 2: 14 -> 0 (-14)\x1b[8m"
+"""A student whose file name tries to add a line to the change report."""
+FORGOT_MAX = ("nadia", "omar", FORGED)
 UNSCALED_STUDENTS = ("quinn", "rosa")
 CORRECT = ("ada", "ben", "chen", "dara", "eli", "fay", "gus")
 
@@ -168,7 +170,9 @@ def test_a_merge_names_what_is_missing_or_duplicated_and_writes_nothing(graded, 
     done = attnkit("merge", str(sharded))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
-    assert f"shard 2 of 3 returned nothing ({len(lost)} submission(s))" in done.stderr
+    lost_line = next(line for line in done.stderr.splitlines() if "returned nothing" in line)
+    assert f"shard 2 of 3 returned nothing ({len(lost)} submission(s): " in lost_line
+    assert all(m.id.removesuffix(".json") in lost_line for m in lost)
     assert f"{gone.id.removesuffix('.json')}: no result in shard-3-of-3" in done.stderr
     assert f"{twice.id.removesuffix('.json')}: duplicated" in done.stderr
     assert "no gradebook was written" in done.stderr
@@ -234,6 +238,11 @@ def test_regrade_after_a_hidden_test_change_names_exactly_whose_grade_moved(
     assert report["hidden_tests"]["old"] != report["hidden_tests"]["new"]
     assert "3 of 14 submission(s) changed grade" in done.stdout
     assert "nadia 02_self_attention: 13 -> 14 (+1)" in done.stdout
+    # The forged name stays on its own line, escaped, in the report and on the terminal.
+    report_text = (out / "regrade" / "changes.txt").read_text()
+    for text in (report_text, done.stdout):
+        assert not [line for line in text.splitlines() if line.startswith("  ada ")]
+        assert "pia\\n  ada lesson 2: 14 -> 0 (-14)\\x1b[8m 02_self_attention: 13 -> 14" in text
     # The old gradebook stands until the instructor accepts the new one.
     assert {name: (out / name).read_bytes() for name in old} == old
 
@@ -246,6 +255,91 @@ def test_regrade_after_a_hidden_test_change_names_exactly_whose_grade_moved(
     assert all(scores[name] == 14.0 for name in FORGOT_MAX + CORRECT)
     assert all(scores[name] < 14.0 for name in UNSCALED_STUDENTS)
     assert run_manifest.read(out).hidden_tests == report["hidden_tests"]["new"]
+
+
+@pytest.mark.slow
+def test_regrade_names_who_left_and_accept_takes_only_a_whole_current_regrade(
+    graded, tmp_path
+) -> None:
+    out = copy_of(graded["single"], tmp_path / "out")
+    subs = copy_of(graded["subs"], tmp_path / "subs")
+    document = json.loads((out / "class.json").read_text())
+    document["submissions"] = str(subs)
+    (out / "class.json").write_text(json.dumps(document))
+    (subs / f"rosa_{SLUG}.ipynb").unlink()
+    done = ok(attnkit("regrade", str(out)))
+    assert "1 of 14 submission(s) changed grade" in done.stdout
+    assert "rosa 02_self_attention: 9 -> no result (its file has left SUBMISSIONS)" in done.stdout
+    # Incomplete: one result of the regrade is gone.
+    (victim,) = (out / "regrade" / "results").glob("ada-*/*.json")
+    saved = victim.read_bytes()
+    victim.unlink()
+    refused = attnkit("regrade", str(out), "--accept")
+    assert refused.returncode == 1 and "incomplete" in refused.stderr
+    victim.write_bytes(saved)
+    # Stale: OUT was graded again after the regrade.
+    (out / "class.json").write_text(json.dumps(document, indent=2))
+    refused = attnkit("regrade", str(out), "--accept")
+    assert refused.returncode == 1 and "stale" in refused.stderr
+    (out / "class.json").write_text(json.dumps(document))
+    ok(attnkit("regrade", str(out), "--accept"))
+    grades = json.loads((out / "grades.json").read_text())
+    assert "rosa" not in {r["student"] for r in grades["submissions"]}
+    again = attnkit("regrade", str(out), "--accept")
+    assert again.returncode == 1 and "no finished regrade" in again.stderr
+
+
+@pytest.mark.slow
+def test_a_merge_refuses_forged_results_links_and_what_is_in_the_way(graded, tmp_path) -> None:
+    sharded = copy_of(graded["sharded"], tmp_path / "sharded")
+    members = run_manifest.read(sharded / "shard-1-of-3").members
+    home = {m.id: sharded / f"shard-{shards.shard_of(m.id, 3)}-of-3" for m in members}
+    ada, ben, chen = (
+        next(m for m in members if m.id.startswith(n + "-")) for n in ("ada", "ben", "chen")
+    )
+    record = json.loads((home[ada.id] / ada.result).read_text())
+    (home[ada.id] / ada.result).write_text(
+        json.dumps({**record, "student": "mallory", "score": 99})
+    )
+    record = json.loads((home[ben.id] / ben.result).read_text())
+    del record["student"]
+    (home[ben.id] / ben.result).write_text(json.dumps(record))
+    (sharded / chen.result).mkdir(parents=True)
+    done = attnkit("merge", str(sharded))
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert (
+        f"{ada.id[:-5]}: its result file is not one the grader wrote (it names another"
+        in done.stderr
+    )
+    assert f"{ben.id[:-5]}: its result file is not one the grader wrote (no student" in done.stderr
+    assert f"{sharded / chen.result} is in the way" in done.stderr
+    assert not (sharded / "grades.json").exists()
+
+    linked = copy_of(graded["sharded"], tmp_path / "linked")
+    (linked / "shard-2-of-3").rename(tmp_path / "elsewhere")
+    (linked / "shard-2-of-3").symlink_to(tmp_path / "elsewhere")
+    done = attnkit("merge", str(linked))
+    assert done.returncode == 1 and "is a link" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_a_merge_never_puts_back_grades_older_than_the_gradebook_in_out(graded, tmp_path) -> None:
+    sharded = copy_of(graded["sharded"], tmp_path / "sharded")
+    ok(attnkit("merge", str(sharded)))
+    document = json.loads((sharded / "class.json").read_text())
+    document["hidden_tests"] = "f" * 16  # as after an accepted regrade with new hidden tests
+    (sharded / "class.json").write_text(json.dumps(document))
+    before = (sharded / "grades.json").read_bytes()
+    done = attnkit("merge", str(sharded))
+    assert done.returncode == 1 and "would replace newer grades" in done.stderr
+    assert (sharded / "grades.json").read_bytes() == before
+
+
+def test_limits_that_would_fail_every_student_are_refused(tmp_path) -> None:
+    for flag, value in [("--budget", "-1"), ("--timeout", "nan"), ("--cell-timeout", "0")]:
+        done = attnkit("grade", str(tmp_path), "--out", str(tmp_path / "out"), flag, value)
+        assert done.returncode == 1 and "not a number above 0" in done.stderr, done.stderr
+        assert not (tmp_path / "out").exists()
 
 
 # -- properties: the parts that read names, numbers and files -----------------------------------
