@@ -322,6 +322,7 @@ def report_missing(absent: list[Submission], lost: dict[Path, str], out: Path) -
         file=sys.stderr,
     )
     for submission in absent:
-        why = lost.get(results.result_path(out, submission), "no result was recorded")
+        path = results.result_path(out, submission)
+        why = lost.get(path) or results.why_not_current(path, submission.sha256)
         print(f"  {submission.student!r} ({submission.path}): {why}", file=sys.stderr)
     print("Run the same command again to grade them; graded work is kept.", file=sys.stderr)

@@ -232,13 +232,12 @@ def describe(member: Member) -> str:
 
 
 def why_missing(path: Path, member: Member) -> str:
-    record = results.read_record(path)
-    if record is None:
+    why = results.why_not_current(path, member.sha256)
+    if why == "no result was recorded":
         return f"no result in {path.parent.parent.parent.name}"
-    if record.get("fault") == "grader":
-        return f"the grader failed on it ({one_line(str(record.get('error'))[:200])})"
-    if not results.is_current(record, member.sha256):
-        return "its result is of another version of the file"
+    if why is not None:
+        return why
+    record = results.read_record(path) or {}
     problem = results.record_problem(record) or "it names another submission"
     return f"its result file is not one the grader wrote ({problem})"
 

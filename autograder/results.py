@@ -31,6 +31,7 @@ from attnkit.assignments import ASSIGNMENTS
 from attnkit.errors import KitError
 from attnkit.files import as_new_file
 from attnkit.outcome import PASSED
+from attnkit.terminal import one_line
 
 from .discovery import OUT_MARKER, Refused, Submission, read_submission_file
 from .rubric import graded_cells
@@ -194,6 +195,19 @@ def record_problem(record: dict[str, Any]) -> str | None:
         for t in tests
     ):
         return "tests are not graded cells"
+    return None
+
+
+def why_not_current(path: Path, sha256: str) -> str | None:
+    """Why the result at ``path`` does not count for the file whose digest is ``sha256``,
+    in words for the instructor, or None when it does."""
+    record = read_record(path)
+    if record is None:
+        return "no result was recorded"
+    if record.get("fault") == "grader":
+        return f"the grader failed on it ({one_line(str(record.get('error'))[:300])})"
+    if not is_current(record, sha256):
+        return "its result is of another version of the file"
     return None
 
 

@@ -258,6 +258,26 @@ def test_regrade_after_a_hidden_test_change_names_exactly_whose_grade_moved(
 
 
 @pytest.mark.slow
+def test_a_regrade_in_shards_merges_to_the_same_report(graded, tmp_path) -> None:
+    out = copy_of(graded["sharded"], tmp_path / "out")
+    ok(attnkit("merge", str(out)))
+    upgrade = {"PYTHONPATH": str(changed_suite(tmp_path))}
+    for index in (1, 2):
+        done = ok(attnkit("regrade", str(out), "--shard", f"{index}/2", env=upgrade))
+        assert f"shard {index} of 2" in done.stdout and "changed grade" not in done.stdout
+        assert (out / "regrade" / f"shard-{index}-of-2" / "class.json").is_file()
+    assert not (out / "regrade" / "changes.json").exists()
+    # A plain regrade merges the shards and reports, as on one machine.
+    done = ok(attnkit("regrade", str(out), env=upgrade))
+    assert "3 of 14 submission(s) changed grade" in done.stdout
+    report = json.loads((out / "regrade" / "changes.json").read_text())
+    assert {c["student"] for c in report["changed"]} == set(FORGOT_MAX)
+    assert "omar 02_self_attention: 13 -> 14 (+1)" in done.stdout
+    ok(attnkit("regrade", str(out), "--accept"))
+    assert not [p for p in out.iterdir() if p.name.startswith("shard-")]  # kept in previous/
+
+
+@pytest.mark.slow
 def test_regrade_names_who_left_and_accept_takes_only_a_whole_current_regrade(
     graded, tmp_path
 ) -> None:
