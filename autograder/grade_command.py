@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkit.errors import KitError
-from attnkit.terminal import raw
+from attnkit.terminal import one_line, raw
 
 from . import discovery, results, run_manifest, shards
 from .discovery import Submission
@@ -143,7 +143,9 @@ def find_submissions(args: argparse.Namespace) -> list[Submission]:
 
 
 def settings_of(args: argparse.Namespace) -> GradeSettings:
+    options = run_manifest.options_of(args)
     return GradeSettings(
+        stamp=run_manifest.stamp(run_manifest.hidden_tests_fingerprint(), options),
         call_timeout=args.timeout,
         budget=args.budget,
         memory_mb=args.memory_mb,
@@ -197,7 +199,7 @@ def grade_into(
     went, what has no result, the records)."""
     from tqdm import tqdm
 
-    todo = results.pending(submissions, args.out, settings.feedback, args.force)
+    todo = results.pending(submissions, args.out, settings.feedback, args.force, settings.stamp)
     skipped = len(submissions) - len(todo)
     if skipped:
         print(f"{skipped} submission(s) already graded in {args.out}: skipped (--force regrades)")
@@ -206,7 +208,7 @@ def grade_into(
     )
     with progress as bar:
         outcome = grade_all(todo, args.out, settings, args.jobs, progress=bar.update)
-    absent = results.missing(submissions, args.out)
+    absent = results.missing(submissions, args.out, settings.stamp)
     # Only current results: a submission the grader failed on, or whose result is of an
     # older file, is left out of the gradebook (and named), never written as a 0.
     left_out = {id(s) for s in absent}
@@ -217,7 +219,7 @@ def grade_into(
         records = results.write_gradebook(args.out, paths)
     except OSError as exc:
         if absent:
-            report_missing(absent, outcome.lost, args.out)
+            report_missing(absent, outcome.lost, args.out, settings.stamp)
         raise KitError(
             results.disk_advice(args.out / "grades.json", exc) + ".",
             "grades.json and grades.csv were left as they were (both old, never half-written).",
@@ -229,15 +231,15 @@ def start_class(
     args: argparse.Namespace, submissions: list[Submission], shard: Shard | None
 ) -> run_manifest.ClassManifest:
     """Write OUT's class.json (the whole class, the options, the hidden tests' fingerprint)
-    before grading. Results graded with other hidden tests are regraded, not mixed in."""
+    before grading. Results graded with other hidden tests or options are not current (each
+    result is stamped with what it was graded with), so they are graded again, never mixed."""
     manifest = run_manifest.of_run(args, submissions, shard)
     previous = run_manifest.read_if_any(args.out)
-    if previous is not None and previous.hidden_tests != manifest.hidden_tests and not args.force:
+    if previous is not None and previous.stamp != manifest.stamp:
         print(
-            f"the hidden tests (or the kit) changed since {args.out} was graded: every "
-            "submission is graded again"
+            f"the hidden tests, the kit or the grading options changed since {args.out} was "
+            "graded: its results are graded again"
         )
-        args.force = True
     run_manifest.write(args.out, manifest)
     return manifest
 
@@ -295,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
     if shard is None and args.publish:
         publish_to_nbgrader(args.gradebook, args.submissions, records)
     if absent:
-        report_missing(absent, outcome.lost, args.out)
+        report_missing(absent, outcome.lost, args.out, settings.stamp)
         return 1
     return 0
 
@@ -310,11 +312,13 @@ def publish_to_nbgrader(
     course = gradebook or nbgrader_gradebook.find_course(submissions)
     if course is not None:
         for note in nbgrader_gradebook.push_grades(course, records):
-            print(f"note: {note}")
+            print(f"note: {one_line(note)}")
         print(f"grades written to the nbgrader gradebook of {course}")
 
 
-def report_missing(absent: list[Submission], lost: dict[Path, str], out: Path) -> None:
+def report_missing(
+    absent: list[Submission], lost: dict[Path, str], out: Path, stamp: str | None = None
+) -> None:
     """Name every submission the run could not record, and why; the run then exits 1."""
     print(
         f"INCOMPLETE: {len(absent)} submission(s) have no result, so grades.json and "
@@ -323,6 +327,7 @@ def report_missing(absent: list[Submission], lost: dict[Path, str], out: Path) -
     )
     for submission in absent:
         path = results.result_path(out, submission)
-        why = lost.get(path) or results.why_not_current(path, submission.sha256)
-        print(f"  {submission.student!r} ({submission.path}): {why}", file=sys.stderr)
+        why = lost.get(path) or results.why_not_current(path, submission.sha256, stamp)
+        where = one_line(str(submission.path))
+        print(f"  {submission.student!r} ({where}): {one_line(str(why))}", file=sys.stderr)
     print("Run the same command again to grade them; graded work is kept.", file=sys.stderr)

@@ -168,8 +168,23 @@ class Plan:
 
 
 def plan_merge(found: Found, manifest: ClassManifest, count: int) -> Plan:
-    by_index = {m.shard.index: f for f, m in found.manifests.items() if m.shard is not None}
     plan = Plan()
+    folders_of: dict[int, list[Path]] = {}
+    for folder, shard in [
+        *((f, m.shard) for f, m in found.manifests.items()),
+        *found.empty.items(),
+    ]:
+        assert shard is not None
+        folders_of.setdefault(shard.index, []).append(folder)
+    for index, folders in sorted(folders_of.items()):
+        if len(folders) > 1:
+            plan.problems.append(
+                f"shard {index} of {count} is in {len(folders)} folders "
+                f"({', '.join(map(str, folders))}): merge only one of them"
+            )
+    by_index = {
+        index: folders[0] for index, folders in folders_of.items() if folders[0] in found.manifests
+    }
     missing_shards = sorted(set(range(1, count + 1)) - set(by_index))
     for index in missing_shards:
         members = [describe(m) for m in manifest.members if shards.shard_of(m.id, count) == index]
@@ -194,7 +209,8 @@ def plan_merge(found: Found, manifest: ClassManifest, count: int) -> Plan:
         current = [
             folder
             for folder in by_index.values()
-            if member.result in held[folder] and usable(folder / member.result, member)
+            if member.result in held[folder]
+            and usable(folder / member.result, member, manifest.stamp)
         ]
         home = by_index.get(index)
         if len(current) > 1 or (current and current[0] != home):
@@ -205,7 +221,8 @@ def plan_merge(found: Found, manifest: ClassManifest, count: int) -> Plan:
         elif current:
             plan.sources[member.id] = current[0] / member.result
         elif home is not None:
-            plan.problems.append(f"{describe(member)}: {why_missing(home / member.result, member)}")
+            why = why_missing(home / member.result, member, manifest.stamp)
+            plan.problems.append(f"{describe(member)}: {why}")
     return plan
 
 
@@ -216,12 +233,13 @@ def belongs_to(record: dict[str, Any], member: Member) -> bool:
     return results.result_path(Path(), claimed).as_posix() == member.result
 
 
-def usable(path: Path, member: Member) -> bool:
-    """A current result of ``member``'s file, fit for the gradebook, that is about it."""
+def usable(path: Path, member: Member, stamp: str) -> bool:
+    """A current result of ``member``'s file (graded with ``stamp``), fit for the gradebook,
+    that is about it."""
     record = results.read_record(path)
     return (
         record is not None
-        and results.is_current(record, member.sha256)
+        and results.is_current(record, member.sha256, stamp=stamp)
         and results.record_problem(record) is None
         and belongs_to(record, member)
     )
@@ -231,8 +249,8 @@ def describe(member: Member) -> str:
     return one_line(member.id.removesuffix(".json"))
 
 
-def why_missing(path: Path, member: Member) -> str:
-    why = results.why_not_current(path, member.sha256)
+def why_missing(path: Path, member: Member, stamp: str) -> str:
+    why = results.why_not_current(path, member.sha256, stamp)
     if why == "no result was recorded":
         return f"no result in {path.parent.parent.parent.name}"
     if why is not None:

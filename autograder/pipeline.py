@@ -61,6 +61,10 @@ class GradeSettings:
 
     overrun_grace: float = 15.0
     """Seconds beyond ``budget`` a grader may spend on one submission before it is stopped."""
+    stamp: str = ""
+    """What the results are graded with (the grading packages and the options that decide a
+    result, :func:`attnkit_autograder.run_manifest.stamp`), written into every result: a
+    result with another stamp is not current, and is graded again."""
 
 
 class Ungradable(Exception):

@@ -118,12 +118,20 @@ def changes_of(out: Path, new: Path, old: ClassManifest, manifest: ClassManifest
     found = []
     paths = sorted({m.result for m in old.members} | {m.result for m in manifest.members})
     for result in paths:
-        old_record = results.read_result(out / result)
-        new_record = results.read_result(new / result)
-        change = compare(old_record, new_record)
+        # Each side as its gradebook has it: only current results count (a grader's
+        # failure, or a result of other tests, is no row there).
+        change = compare(in_gradebook(out, old, result), in_gradebook(new, manifest, result))
         if change is not None:
             found.append(change)
     return sorted(found, key=lambda c: (c.student, c.assignment or ""))
+
+
+def in_gradebook(folder: Path, manifest: ClassManifest, result: str) -> dict[str, Any] | None:
+    """The public record of ``result`` in ``folder`` if it is current for ``manifest``."""
+    member = next((m for m in manifest.members if m.result == result), None)
+    if member is None or not merge.usable(folder / result, member, manifest.stamp):
+        return None
+    return results.read_result(folder / result)
 
 
 def printable_change(change: Change) -> Change:
@@ -266,9 +274,15 @@ def regrade(args: argparse.Namespace) -> int:
             "Merge the shards first (attnkit merge), then regrade.",
         )
     target = out / FOLDER
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise KitError(f"{target} is in the way: it should be the regrade's own folder.",
+                       "Move it away and regrade again.")  # fmt: skip
     # A report stands for a whole regrade: the last one goes before anything is graded.
     for name in ("changes.txt", "changes.json"):
-        (target / name).unlink(missing_ok=True)
+        report = target / name
+        if report.is_dir() and not report.is_symlink():
+            raise KitError(f"{report} is in the way.", "Move it away and regrade again.")
+        report.unlink(missing_ok=True)
     grading = grade_arguments(old, target, args)
     sharded = args.shard is not None or grade_command.choose_shard(grading) is not None
     pieces = target.is_dir() and any(shards.parse_folder(p.name) for p in target.iterdir())
@@ -276,10 +290,10 @@ def regrade(args: argparse.Namespace) -> int:
         return grade_command.run(grading)
     if pieces:
         merge.merge([target], target)
-        if run_manifest.read(target).hidden_tests != run_manifest.hidden_tests_fingerprint():
+        if run_manifest.read(target).stamp != grade_command.settings_of(grading).stamp:
             raise KitError(
-                f"the shards in {target} were graded with other hidden tests than the "
-                "installed ones.",
+                f"the shards in {target} were graded with other hidden tests or options than "
+                "this regrade's.",
                 f"Delete {target} and regrade again.",
             )
     else:
@@ -312,7 +326,7 @@ def finished_regrade(out: Path) -> ClassManifest:
             f"{out} was graded again since its regrade was made: the regrade is stale.", again
         )
     new = run_manifest.read(target)
-    absent = [m for m in new.members if not merge.usable(target / m.result, m)]
+    absent = [m for m in new.members if not merge.usable(target / m.result, m, new.stamp)]
     if new.shard is not None or absent or not (target / "grades.json").is_file():
         raise KitError(f"the regrade in {target} is incomplete.", again)
     return new
@@ -325,7 +339,15 @@ def accept(out: Path) -> int:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     kept = out / "previous" / stamp
     with results.exclusive(out):
-        kept.mkdir(parents=True)
+        try:
+            if (out / "previous").is_symlink():
+                raise NotADirectoryError(f"{out / 'previous'} is a link")
+            kept.mkdir(parents=True)
+        except OSError as exc:
+            raise KitError(
+                f"cannot keep the old gradebook in {kept}: {exc}.",
+                f"Make {out / 'previous'} a folder (or move it away); nothing was changed.",
+            ) from None
         old_shards = [p.name for p in out.iterdir() if shards.parse_folder(p.name)]
         moves = [(out / name, kept / name) for name in (*ACCEPTED, *old_shards)]
         moves += [(target / name, out / name) for name in ACCEPTED]

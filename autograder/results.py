@@ -128,8 +128,10 @@ def result_path(out: Path, submission: Submission) -> Path:
     return path
 
 
-def deliver(record: dict[str, Any], target: Path) -> tuple[str, str]:
-    """Write a result file; ("done", status), or ("lost", why) when it cannot be written."""
+def deliver(record: dict[str, Any], target: Path, stamp: str = "") -> tuple[str, str]:
+    """Write a result file, stamped with what it was graded with; ("done", status), or
+    ("lost", why) when it cannot be written."""
+    record = {**record, "graded_with": stamp}
     try:
         write_atomic(target, json.dumps(record, indent=1, sort_keys=True) + "\n")
     except OSError as exc:
@@ -162,10 +164,15 @@ def read_record(path: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def is_current(record: dict[str, Any] | None, sha256: str, feedback: bool = False) -> bool:
-    """Whether ``record`` is a result of the file whose digest is ``sha256`` (and has the
-    feedback data, if it is wanted): a result that records a fault of the grader is not."""
+def is_current(
+    record: dict[str, Any] | None, sha256: str, feedback: bool = False, stamp: str | None = None
+) -> bool:
+    """Whether ``record`` is a result of the file whose digest is ``sha256``, graded with
+    ``stamp`` (when given; see :class:`~attnkit_autograder.pipeline.GradeSettings`), with
+    the feedback data if it is wanted. A result that records a fault of the grader is not."""
     if record is None or record.get("fault") == "grader":
+        return False
+    if stamp is not None and record.get("graded_with") != stamp:
         return False
     if feedback and record.get("status") == "graded" and "heatmap" not in record:
         return False
@@ -198,9 +205,9 @@ def record_problem(record: dict[str, Any]) -> str | None:
     return None
 
 
-def why_not_current(path: Path, sha256: str) -> str | None:
-    """Why the result at ``path`` does not count for the file whose digest is ``sha256``,
-    in words for the instructor, or None when it does."""
+def why_not_current(path: Path, sha256: str, stamp: str | None = None) -> str | None:
+    """Why the result at ``path`` does not count for the file whose digest is ``sha256``
+    (graded with ``stamp``), in words for the instructor, or None when it does."""
     record = read_record(path)
     if record is None:
         return "no result was recorded"
@@ -208,27 +215,36 @@ def why_not_current(path: Path, sha256: str) -> str | None:
         return f"the grader failed on it ({one_line(str(record.get('error'))[:300])})"
     if not is_current(record, sha256):
         return "its result is of another version of the file"
+    if not is_current(record, sha256, stamp=stamp):
+        return "its result was graded with other hidden tests or options"
     return None
 
 
-def already_graded(out: Path, submission: Submission, feedback: bool = False) -> bool:
+def already_graded(
+    out: Path, submission: Submission, feedback: bool = False, stamp: str | None = None
+) -> bool:
     """Graded before into ``out``, from the same file (see :func:`is_current`)."""
     record = read_record(result_path(out, submission))
     if record is None:
         return False
-    return is_current(record, submission.sha256 or sha256_file(submission.path), feedback)
+    sha256 = submission.sha256 or sha256_file(submission.path)
+    return is_current(record, sha256, feedback, stamp)
 
 
 def pending(
-    submissions: list[Submission], out: Path, feedback: bool = False, force: bool = False
+    submissions: list[Submission],
+    out: Path,
+    feedback: bool = False,
+    force: bool = False,
+    stamp: str | None = None,
 ) -> list[Submission]:
     """The submissions that still need grading into ``out`` (all of them with ``force``)."""
-    return [s for s in submissions if force or not already_graded(out, s, feedback)]
+    return [s for s in submissions if force or not already_graded(out, s, feedback, stamp)]
 
 
-def missing(submissions: list[Submission], out: Path) -> list[Submission]:
+def missing(submissions: list[Submission], out: Path, stamp: str | None = None) -> list[Submission]:
     """The submissions with no current result in ``out``: a complete run has none."""
-    return [s for s in submissions if not already_graded(out, s)]
+    return [s for s in submissions if not already_graded(out, s, stamp=stamp)]
 
 
 # -- the gradebook files ---------------------------------------------------------------------
@@ -237,7 +253,7 @@ def missing(submissions: list[Submission], out: Path) -> list[Submission]:
 def public_record(record: dict[str, Any]) -> dict[str, Any]:
     """A result without what changes from run to run (timings, sandbox details), without
     the feedback report's bulky data, and without the grader's own bookkeeping."""
-    return {k: v for k, v in record.items() if k not in ("run", "heatmap", "fault")}
+    return {k: v for k, v in record.items() if k not in ("run", "heatmap", "fault", "graded_with")}
 
 
 def read_result(path: Path) -> dict[str, Any] | None:

@@ -73,6 +73,11 @@ class ClassManifest:
     kit_version: str = __version__
     merged_from: tuple[str, ...] = field(default=())
 
+    @property
+    def stamp(self) -> str:
+        """What this class's results are graded with (see :func:`stamp`)."""
+        return stamp(self.hidden_tests, self.options)
+
     def same_class(self) -> dict[str, Any]:
         """What every shard of one class agrees on: all but the slice and the merge."""
         document = asdict(self)
@@ -86,10 +91,10 @@ class ClassManifest:
         return json.dumps(document, indent=1, sort_keys=True) + "\n"
 
 
-GRADING_PACKAGES = ("attnkit", "attnkit_solutions", "attnkit_autograder")
+GRADING_PACKAGES = ("attnkit", "attnkit_solutions", "attnkit_autograder", "attnkit_data")
 """Everything that decides a grade besides the submission: the hidden suites, the
 references, the rubric (the source notebooks' points), the mistake catalogue, the
-comparisons and the sandbox."""
+comparisons, the sandbox, and the dataloader whose batches the hidden tests feed."""
 
 
 GRADING_FILES = frozenset({".py", ".toml", ".json", ".ipynb", ".npz", ".ini", ".bin"})
@@ -133,9 +138,14 @@ OPTIONS: dict[str, tuple[type, ...]] = {
 what regrade passes again, and all that it accepts from a class.json."""
 
 
-POSITIVE = ("timeout", "budget", "memory_mb", "cell_timeout")
-"""The limits: each a finite number above zero (a budget of -1 or NaN would fail every
-student for the operator's typo)."""
+LIMITS: dict[str, tuple[float, float]] = {
+    "timeout": (0.5, 86_400.0),
+    "budget": (1.0, 86_400.0),
+    "cell_timeout": (0.5, 86_400.0),
+    "memory_mb": (256, 1_048_576),
+}
+"""The range each limit must lie in: outside it (a budget of -1, NaN or 1e300, 2^62 MiB) a
+limit fails every student for the operator's typo, or the grader itself."""
 
 
 def option_problem(options: dict[str, Any]) -> str | None:
@@ -143,10 +153,24 @@ def option_problem(options: dict[str, Any]) -> str | None:
     for name, kinds in OPTIONS.items():
         if type(options.get(name)) not in kinds:
             return f"{name} is not {' or '.join(k.__name__ for k in kinds)}"
-    for name in POSITIVE:
-        if not (math.isfinite(options[name]) and options[name] > 0):
-            return f"{name} is {options[name]!r}, not a number above 0"
+    for name, (low, high) in LIMITS.items():
+        if not (math.isfinite(options[name]) and low <= options[name] <= high):
+            return f"{name} is {options[name]!r}, not between {low:g} and {high:g}"
     return None
+
+
+RESULT_OPTIONS = ("timeout", "budget", "memory_mb", "cell_timeout", "no_sandbox", "sandbox_user")
+"""The options a result depends on (besides the grading packages)."""
+
+
+def stamp(hidden_tests: str, options: dict[str, Any]) -> str:
+    """What a result is graded with: the grading packages' fingerprint and the options it
+    depends on, as one digest. Results of another stamp are not current."""
+    decided = {name: options[name] for name in RESULT_OPTIONS}
+    for name in ("timeout", "budget", "cell_timeout"):
+        decided[name] = float(decided[name])
+    text = json.dumps({"hidden_tests": hidden_tests, **decided}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def options_of(args: Any) -> dict[str, Any]:

@@ -84,7 +84,9 @@ def parse_folder(name: str) -> Shard | None:
     index, count = int(match[1]), int(match[2])
     if not 1 <= index <= count <= MAX_SHARDS:
         return None
-    return Shard(index, count, name)
+    shard = Shard(index, count, name)
+    # Only the name the kit writes: shard-01-of-02 would be a second folder for shard 1.
+    return shard if shard.folder == name else None
 
 
 def number(env: Mapping[str, str], name: str) -> int:

@@ -120,7 +120,7 @@ def grader_process(number: int, tasks: Any, results: Any, settings: GradeSetting
                 record = grade_safely(submission, settings)
                 if _stopping:
                     return  # never record a submission whose grading was cut short
-                outcome, detail = deliver(record, Path(target))
+                outcome, detail = deliver(record, Path(target), settings.stamp)
                 results.send((outcome, number, index, detail))
     except KeyboardInterrupt:
         return  # stopped by the supervisor (the worker was killed on the way out)
@@ -250,7 +250,9 @@ class Supervisor:
     def record(self, index: int, record: dict[str, Any]) -> None:
         """Write a result the supervisor decided (a timeout, a grader that kept dying)."""
         submission = self.todo[index]
-        outcome, detail = deliver(identified(record, submission), result_path(self.out, submission))
+        outcome, detail = deliver(
+            identified(record, submission), result_path(self.out, submission), self.settings.stamp
+        )
         if outcome == "lost":
             self.halt = self.halt or detail
         self.finish(index, detail if outcome == "lost" else None)
@@ -287,7 +289,7 @@ class Supervisor:
             self.retry_or_blame(index, f"did not start grading within {STARTUP_LIMIT:g} s")
         elif grader.process.is_alive() and not grader.channel.closed:
             return
-        elif already_graded(self.out, self.todo[index]):
+        elif already_graded(self.out, self.todo[index], stamp=self.settings.stamp):
             stop(grader.process)
             self.finish(index)  # it wrote the result, then died before saying so
         elif grader.process.is_alive():

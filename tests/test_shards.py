@@ -258,6 +258,31 @@ def test_regrade_after_a_hidden_test_change_names_exactly_whose_grade_moved(
 
 
 @pytest.mark.slow
+def test_results_graded_with_other_tests_or_options_are_never_current(graded, tmp_path) -> None:
+    """A run stopped right after it wrote the new class.json must not leave old results
+    looking current: each result carries what it was graded with."""
+    out = copy_of(graded["single"], tmp_path / "out")
+    upgrade = {"PYTHONPATH": str(changed_suite(tmp_path))}
+    printed = subprocess.run(
+        [sys.executable, "-c", "from attnkit_autograder import run_manifest as m; "
+         "print(m.hidden_tests_fingerprint())"],
+        capture_output=True, text=True, env={**os.environ, **upgrade}, check=True,
+    ).stdout.strip()  # fmt: skip
+    document = json.loads((out / "class.json").read_text())
+    document["hidden_tests"] = printed  # as the interrupted run with the new tests left it
+    (out / "class.json").write_text(json.dumps(document))
+    done = ok(attnkit("grade", str(graded["subs"]), "--out", str(out), env=upgrade))
+    assert "already graded" not in done.stdout
+    scores = {r["student"]: r["score"] for r in json.loads((out / "grades.json").read_text())[
+        "submissions"]}  # fmt: skip
+    assert all(scores[name] == 14.0 for name in FORGOT_MAX)
+    # Other options that decide a result: graded again too.
+    done = ok(attnkit("grade", str(graded["subs"]), "--out", str(out), "--budget", "100",
+                      env=upgrade))  # fmt: skip
+    assert "already graded" not in done.stdout and "graded again" in done.stdout
+
+
+@pytest.mark.slow
 def test_a_regrade_in_shards_merges_to_the_same_report(graded, tmp_path) -> None:
     out = copy_of(graded["sharded"], tmp_path / "out")
     ok(attnkit("merge", str(out)))
@@ -335,6 +360,12 @@ def test_a_merge_refuses_forged_results_links_and_what_is_in_the_way(graded, tmp
     assert f"{sharded / chen.result} is in the way" in done.stderr
     assert not (sharded / "grades.json").exists()
 
+    twice = copy_of(graded["sharded"], tmp_path / "twice")
+    backup = copy_of(twice / "shard-1-of-3", tmp_path / "backup" / "shard-1-of-3")
+    done = attnkit("merge", str(twice), str(backup), "--out", str(twice))
+    assert done.returncode == 1 and "shard 1 of 3 is in 2 folders" in done.stderr
+    assert not (twice / "grades.json").exists()
+
     linked = copy_of(graded["sharded"], tmp_path / "linked")
     (linked / "shard-2-of-3").rename(tmp_path / "elsewhere")
     (linked / "shard-2-of-3").symlink_to(tmp_path / "elsewhere")
@@ -356,9 +387,15 @@ def test_a_merge_never_puts_back_grades_older_than_the_gradebook_in_out(graded, 
 
 
 def test_limits_that_would_fail_every_student_are_refused(tmp_path) -> None:
-    for flag, value in [("--budget", "-1"), ("--timeout", "nan"), ("--cell-timeout", "0")]:
+    for flag, value in [
+        ("--budget", "-1"),
+        ("--timeout", "nan"),
+        ("--cell-timeout", "0"),
+        ("--budget", "1e300"),
+        ("--memory-mb", str(2**62)),
+    ]:
         done = attnkit("grade", str(tmp_path), "--out", str(tmp_path / "out"), flag, value)
-        assert done.returncode == 1 and "not a number above 0" in done.stderr, done.stderr
+        assert done.returncode == 1 and "not between" in done.stderr, done.stderr
         assert not (tmp_path / "out").exists()
 
 
