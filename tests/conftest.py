@@ -54,6 +54,8 @@ LONGEST_FIRST = (
     "test_student_bundle.py",
     "test_course_loop.py",
     "test_grader_hostile.py",
+    "test_shards.py",
+    "test_slurm.py",
     "test_diagnosis_corpus.py",
     "test_diagnosis.py",
     "test_grade_run.py",
