@@ -18,7 +18,7 @@ from typing import Any
 
 from attnkit.errors import KitError
 
-from . import grade_command, merge, regrade, slurm
+from . import grade_command, lms_export, merge, regrade, slurm
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 """The kit's checkout (a clone holds assignments/, README.md and pyproject.toml here)."""
@@ -125,6 +125,7 @@ def register(commands: Any) -> None:
     merge.add_parser(commands)
     regrade.add_parser(commands)
     slurm.add_parser(commands)
+    lms_export.add_parser(commands)
     add_gradescope(commands)
     add_release(commands)
     add_demo(commands)

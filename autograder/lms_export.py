@@ -1,0 +1,237 @@
+"""``attnkit export``: the gradebook as an LMS imports it, matched against the course roster.
+
+The roster is the platform's own list of students, a CSV (Canvas's gradebook export,
+Moodle's participants list, Gradescope's roster, or any CSV with an id or email column).
+Each graded submission must match exactly one roster row by its student id, compared with
+the row's ids and email without regard to case. Every roster student with no graded
+submission gets a blank or a 0, as the instructor chooses. A submission the grader could
+not grade (status ``error``) is never a 0: its cell is blank and it is listed. A submission
+that matches no roster row, or more than one, is listed and the export is refused: nothing
+is dropped silently, and nothing is written.
+
+Formats (one column per assignment in grades.json, titled with the assignment's title):
+
+* ``canvas``: Canvas's gradebook import CSV. The columns Student, ID, SIS User ID, SIS Login
+  ID and Section (copied from the roster where it has them), then the assignments, and a
+  "Points Possible" row under the header.
+* ``moodle``: Moodle's grade import CSV. An identifier column (Email address where the roster
+  has emails, else ID number) and the assignments; Moodle asks which column is which.
+* ``gradescope-csv``: Name, SID and Email, then the assignments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attnkit.errors import KitError
+from attnkit.terminal import one_line
+
+from .results import csv_cell, write_atomic
+
+FORMATS = ("canvas", "moodle", "gradescope-csv")
+MAX_ROSTER_BYTES = 16 * 1024 * 1024
+
+ID_COLUMNS = ("sis login id", "login id", "username", "id", "sis user id", "student id", "sid",
+              "id number", "user id")  # fmt: skip
+EMAIL_COLUMNS = ("email", "email address", "e-mail")
+NAME_COLUMNS = ("student", "name", "full name", "student name")
+CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+
+
+def add_parser(commands: Any) -> None:
+    export = commands.add_parser(
+        "export",
+        help="(instructors) write OUT's grades as Canvas, Moodle or Gradescope import CSV, "
+        "matched against the course roster",
+        description="Write OUT/export-FORMAT.csv from OUT/grades.json for an LMS grade "
+        "import. Students are matched by the roster's ids or email; a submission that "
+        "matches no roster row (or two) is listed and nothing is written.",
+    )
+    export.add_argument("out", type=Path, metavar="OUT", help="the --out of attnkit grade")
+    export.add_argument("--format", required=True, choices=FORMATS, help="the platform")
+    export.add_argument(
+        "--roster", type=Path, required=True, metavar="ROSTER.csv",
+        help="the platform's student list, a CSV with an id or email column",
+    )  # fmt: skip
+    export.add_argument(
+        "--missing",
+        choices=("blank", "zero"),
+        default="blank",
+        help="what a roster student with no graded submission gets (default: blank)",
+    )
+    export.set_defaults(handler=run)
+
+
+@dataclass(frozen=True)
+class Student:
+    """One roster row: the keys a submission's id may match, and what the export copies."""
+
+    keys: frozenset[str]
+    name: str
+    email: str
+    columns: dict[str, str]
+
+
+def refuse(path: Path, why: str) -> KitError:
+    return KitError(
+        f"{path} is not a roster the kit can read ({why}).",
+        "Give the platform's student list as a CSV with a header row and an id or email column.",
+    )
+
+
+def read_roster(path: Path) -> list[Student]:
+    """The roster's students, or one KitError that says what is wrong with the file."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_ROSTER_BYTES + 1)
+    except OSError as exc:
+        raise refuse(path, exc.strerror or str(exc)) from None
+    if len(data) > MAX_ROSTER_BYTES:
+        raise refuse(path, "over 16 MiB")
+    try:
+        text = data.decode("utf-8-sig")
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise refuse(path, f"not UTF-8 CSV: {exc}") from None
+    if not rows or "\0" in text:
+        raise refuse(path, "empty, or not text")
+    header = [h.strip() for h in rows[0]]
+    lower = [h.lower() for h in header]
+    ids = [i for i, h in enumerate(lower) if h in ID_COLUMNS]
+    emails = [i for i, h in enumerate(lower) if h in EMAIL_COLUMNS]
+    names = [i for i, h in enumerate(lower) if h in NAME_COLUMNS]
+    if not ids and not emails:
+        raise refuse(path, f"no id or email column among {', '.join(map(repr, header[:20]))}")
+    students = []
+    for row in rows[1:]:
+        cells = [c.strip() for c in row] + [""] * (len(header) - len(row))
+        if not any(cells) or (cells and cells[0].lower() == "points possible"):
+            continue  # a blank line, or Canvas's points row
+        keys = frozenset(cells[i].casefold() for i in ids + emails if cells[i])
+        if not keys:
+            continue
+        students.append(
+            Student(
+                keys=keys,
+                name=next((cells[i] for i in names if cells[i]), ""),
+                email=next((cells[i] for i in emails if cells[i]), ""),
+                columns={h: cells[i] for i, h in enumerate(header) if h in CANVAS_COLUMNS},
+            )
+        )
+    if not students:
+        raise refuse(path, "no student rows")
+    return students
+
+
+def read_grades(out: Path) -> dict[str, Any]:
+    try:
+        document = json.loads((out / "grades.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise KitError(
+            f"{out} holds no grades.json.", "Run attnkit grade (or merge) first."
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise KitError(f"{out / 'grades.json'} cannot be read ({exc}).") from None
+    if not isinstance(document, dict) or document.get("schema") != "attnkit-grades/1":
+        raise KitError(f"{out / 'grades.json'} is not a gradebook attnkit wrote.")
+    return document
+
+
+@dataclass
+class Matched:
+    """Each roster row's scores by assignment, and what could not be matched or graded."""
+
+    scores: dict[int, dict[str, str]]
+    unmatched: list[str]
+    ungraded: list[str]
+    blank: dict[int, set[str]]
+    """Per roster row, the assignments whose submission could not be graded."""
+
+
+def match(students: list[Student], records: list[dict[str, Any]]) -> Matched:
+    matched = Matched({}, [], [], {})
+    for record in records:
+        student, slug = str(record.get("student")), record.get("assignment")
+        rows = [i for i, s in enumerate(students) if student.strip().casefold() in s.keys]
+        label = one_line(f"{student} ({slug or 'unknown assignment'})")
+        if len(rows) != 1:
+            matched.unmatched.append(
+                f"{label}: {'no roster row' if not rows else f'{len(rows)} roster rows'} "
+                "match this student id"
+            )
+            continue
+        if record.get("status") != "graded" or not isinstance(slug, str):
+            matched.ungraded.append(f"{label}: {one_line(str(record.get('error'))[:200])}")
+            matched.blank.setdefault(rows[0], set()).add(str(slug))
+            continue
+        matched.scores.setdefault(rows[0], {})[slug] = f"{float(record['score']):g}"
+    return matched
+
+
+def table(
+    kind: str, students: list[Student], grades: dict[str, Any], matched: Matched, missing: str
+) -> list[list[str]]:
+    slugs = sorted(grades["assignments"])
+    titles = [grades["assignments"][s]["title"] for s in slugs]
+    has_email = any(s.email for s in students)
+    if kind == "canvas":
+        head = [*CANVAS_COLUMNS, *titles]
+        points = ["Points Possible", "", "", "", ""]
+        rows = [head, points + [f"{grades['assignments'][s]['max_score']:g}" for s in slugs]]
+    elif kind == "moodle":
+        rows = [["Email address" if has_email else "ID number", *titles]]
+    else:
+        rows = [["Name", "SID", "Email", *titles]]
+    for index, student in enumerate(students):
+        scores = matched.scores.get(index, {})
+        # A roster student with no graded submission: blank or 0, as asked. Never a 0 for a
+        # submission that could not be graded: that stays blank and is listed.
+        default = "0" if missing == "zero" else ""
+        blank = matched.blank.get(index, set())
+        values = [scores.get(s, "" if s in blank else default) for s in slugs]
+        some_id = min(student.keys - {student.email.casefold()}, default=student.email)
+        if kind == "canvas":
+            fixed = [student.columns.get(c, "") for c in CANVAS_COLUMNS]
+            if not fixed[0]:
+                fixed[0] = student.name
+            if not any(fixed[1:4]):
+                fixed[3] = some_id
+            rows.append([*fixed, *values])
+        elif kind == "moodle":
+            rows.append([student.email if has_email else some_id, *values])
+        else:
+            rows.append([student.name, some_id, student.email, *values])
+    return rows
+
+
+def export(out: Path, kind: str, roster: Path, missing: str) -> Path:
+    grades = read_grades(out)
+    students = read_roster(roster)
+    matched = match(students, grades["submissions"])
+    if matched.unmatched:
+        raise KitError(
+            f"{len(matched.unmatched)} submission(s) match no single roster row, so nothing was "
+            "exported:\n  " + "\n  ".join(matched.unmatched[:200]),
+            f"Add them to {roster} (or fix their ids), then export again.",
+        )
+    for line in matched.ungraded:
+        print(f"not graded, left blank: {line}")
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=csv.QUOTE_MINIMAL)
+    for row in table(kind, students, grades, matched, missing):
+        writer.writerow([csv_cell(cell) for cell in row])
+    target = out / f"export-{kind}.csv"
+    write_atomic(target, buffer.getvalue())
+    return target
+
+
+def run(args: argparse.Namespace) -> int:
+    target = export(args.out, args.format, args.roster, args.missing)
+    print(f"wrote {target}: import it into {args.format.split('-')[0].title()}")
+    return 0

@@ -1,0 +1,134 @@
+"""`attnkit export`: the gradebook as Canvas, Moodle and Gradescope import it, matched to the
+roster; nothing dropped silently, an ungraded submission never a 0."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attnkit.errors import KitError
+from attnkit_autograder import lms_export
+
+SLUG = "02_self_attention"
+
+
+def record(student: str, score: float, status: str = "graded", error: str | None = None) -> dict:
+    return {
+        "student": student, "assignment": SLUG, "status": status, "score": score,
+        "max_score": 14.0, "error": error, "source": f"/class/{student}.ipynb", "tests": [],
+    }  # fmt: skip
+
+
+def gradebook(out: Path, records: list[dict]) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    document = {
+        "schema": "attnkit-grades/1",
+        "assignments": {SLUG: {"title": "Self-attention in PyTorch", "max_score": 14.0}},
+        "submissions": records,
+    }
+    (out / "grades.json").write_text(json.dumps(document))
+    return out
+
+
+def write_csv(path: Path, rows: list[list[str]]) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+    return path
+
+
+CANVAS_ROSTER = [
+    ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Quiz 1 (101)"],
+    ["    Points Possible", "", "", "", "", "10"],
+    ["Lovelace, Ada", "11", "S11", "ada", "A", "9"],
+    ["Babbage, Ben", "12", "S12", "ben", "A", "7"],
+    ['=HYPERLINK("http://x")', "13", "S13", "dee", "B", ""],
+]
+
+
+def attnkit(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "attnkit", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_canvas_rows_follow_the_roster_and_an_ungraded_submission_is_blank(tmp_path) -> None:
+    out = gradebook(tmp_path / "out", [
+        record("ada", 13.0),
+        record("BEN", 0.0, "error", "not valid notebook JSON\n(line 1)"),
+    ])  # fmt: skip
+    roster = write_csv(tmp_path / "canvas.csv", CANVAS_ROSTER)
+    done = attnkit("export", str(out), "--format", "canvas", "--roster", str(roster),
+                   "--missing", "zero")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "not graded, left blank: BEN (02_self_attention): not valid notebook JSON\\n" in (
+        done.stdout
+    )
+    rows = list(csv.reader((out / "export-canvas.csv").open(newline="")))
+    assert rows[0] == [*lms_export.CANVAS_COLUMNS, "Self-attention in PyTorch"]
+    assert rows[1] == ["Points Possible", "", "", "", "", "14"]
+    assert rows[2] == ["Lovelace, Ada", "11", "S11", "ada", "A", "13"]
+    assert rows[3] == ["Babbage, Ben", "12", "S12", "ben", "A", ""]  # errored: never a 0
+    # No submission: 0, as asked; a name that looks like a formula stays text.
+    assert rows[4] == ['\'=HYPERLINK("http://x")', "13", "S13", "dee", "B", "0"]
+    done = attnkit("export", str(out), "--format", "canvas", "--roster", str(roster))
+    rows = list(csv.reader((out / "export-canvas.csv").open(newline="")))
+    assert rows[4][-1] == ""  # the default leaves it blank
+
+
+def test_a_submission_matching_no_roster_row_or_two_stops_the_export(tmp_path) -> None:
+    out = gradebook(tmp_path / "out", [record("ada", 13.0), record("zed", 14.0)])
+    roster = write_csv(tmp_path / "canvas.csv", CANVAS_ROSTER)
+    done = attnkit("export", str(out), "--format", "canvas", "--roster", str(roster))
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "zed (02_self_attention): no roster row match" in done.stderr
+    assert not (out / "export-canvas.csv").exists()
+    twice = write_csv(tmp_path / "twice.csv", [["Username", "Email"], ["ada", ""], ["x", "ADA"]])
+    with pytest.raises(KitError, match="2 roster rows"):
+        lms_export.export(
+            gradebook(tmp_path / "o2", [record("ada", 1.0)]), "moodle", twice, "blank"
+        )
+
+
+def test_moodle_and_gradescope_match_by_email_whatever_its_case(tmp_path) -> None:
+    out = gradebook(tmp_path / "out", [record("ada@uni.edu", 12.5)])
+    roster = write_csv(tmp_path / "moodle.csv", [
+        ["First name", "Surname", "Email address"],
+        ["Ada", "Lovelace", "Ada@Uni.EDU"],
+        ["Ben", "Babbage", "ben@uni.edu"],
+    ])  # fmt: skip
+    lms_export.export(out, "moodle", roster, "blank")
+    rows = list(csv.reader((out / "export-moodle.csv").open(newline="")))
+    assert rows == [
+        ["Email address", "Self-attention in PyTorch"],
+        ["Ada@Uni.EDU", "12.5"],
+        ["ben@uni.edu", ""],
+    ]
+    lms_export.export(out, "gradescope-csv", roster, "zero")
+    rows = list(csv.reader((out / "export-gradescope-csv.csv").open(newline="")))
+    assert rows[0] == ["Name", "SID", "Email", "Self-attention in PyTorch"]
+    assert rows[1][2:] == ["Ada@Uni.EDU", "12.5"] and rows[2][2:] == ["ben@uni.edu", "0"]
+
+
+def test_a_roster_without_an_id_column_is_refused_by_name(tmp_path) -> None:
+    roster = write_csv(tmp_path / "r.csv", [["First name", "Surname"], ["Ada", "Lovelace"]])
+    with pytest.raises(KitError, match="no id or email column"):
+        lms_export.read_roster(roster)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400) | st.text(max_size=300).map(str.encode))
+def test_reading_a_roster_is_total(tmp_path_factory, data: bytes) -> None:
+    path = tmp_path_factory.mktemp("roster") / "roster.csv"
+    path.write_bytes(b"Username,Email\n" + data if data[:1] == b"x" else data)
+    try:
+        students = lms_export.read_roster(path)
+    except KitError:
+        return
+    assert students and all(s.keys for s in students)
