@@ -18,7 +18,7 @@ from typing import Any
 
 from attnkit.errors import KitError
 
-from . import grade_command, lms_export, merge, regrade, slurm
+from . import class_report, grade_command, lms_export, merge, regrade, slurm
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 """The kit's checkout (a clone holds assignments/, README.md and pyproject.toml here)."""
@@ -126,6 +126,7 @@ def register(commands: Any) -> None:
     regrade.add_parser(commands)
     slurm.add_parser(commands)
     lms_export.add_parser(commands)
+    class_report.add_parser(commands)
     add_gradescope(commands)
     add_release(commands)
     add_demo(commands)
