@@ -32,7 +32,7 @@ from typing import Any
 from attnkit.errors import KitError
 from attnkit.terminal import one_line
 
-from .results import csv_cell, write_atomic
+from .results import csv_cell, number, record_problem, write_atomic
 
 FORMATS = ("canvas", "moodle", "gradescope-csv")
 MAX_ROSTER_BYTES = 16 * 1024 * 1024
@@ -138,8 +138,23 @@ def read_grades(out: Path) -> dict[str, Any]:
         ) from None
     except (OSError, ValueError) as exc:
         raise KitError(f"{out / 'grades.json'} cannot be read ({exc}).") from None
+    path = out / "grades.json"
     if not isinstance(document, dict) or document.get("schema") != "attnkit-grades/1":
-        raise KitError(f"{out / 'grades.json'} is not a gradebook attnkit wrote.")
+        raise KitError(f"{path} is not a gradebook attnkit wrote.")
+    assignments, records = document.get("assignments"), document.get("submissions")
+    if not isinstance(assignments, dict) or not isinstance(records, list):
+        raise KitError(f"{path} is not a gradebook attnkit wrote (no assignments or rows).")
+    for slug, info in assignments.items():
+        if not (isinstance(info, dict) and isinstance(info.get("title"), str)
+                and number(info.get("max_score"))):  # fmt: skip
+            raise KitError(f"{path}: assignment {one_line(str(slug))!r} is malformed.")
+    for line, record in enumerate(records, 1):
+        problem = record_problem(record) if isinstance(record, dict) else "not an object"
+        if problem is not None:
+            raise KitError(
+                f"{path}: submission row {line} is malformed ({problem}).",
+                "Rebuild the gradebook: run attnkit grade (or merge) again.",
+            )
     return document
 
 

@@ -132,3 +132,16 @@ def test_reading_a_roster_is_total(tmp_path_factory, data: bytes) -> None:
     except KitError:
         return
     assert students and all(s.keys for s in students)
+
+
+def test_a_missing_or_damaged_gradebook_is_named_with_its_row(tmp_path) -> None:
+    roster = write_csv(tmp_path / "canvas.csv", CANVAS_ROSTER)
+    done = attnkit("export", str(tmp_path / "nowhere"), "--format", "moodle", "--roster",
+                   str(roster))  # fmt: skip
+    assert done.returncode == 1 and "holds no grades.json" in done.stderr
+    out = gradebook(tmp_path / "out", [record("ada", 13.0), {**record("ben", 1.0), "score": "9"}])
+    with pytest.raises(KitError, match=r"grades.json: submission row 2 is malformed \(score"):
+        lms_export.export(out, "canvas", roster, "blank")
+    done = attnkit("report", str(out))
+    assert done.returncode == 1 and "submission row 2 is malformed" in done.stderr
+    assert "Traceback" not in done.stderr
