@@ -45,10 +45,16 @@ def e(value: Any) -> str:
 
 
 def histogram(scores: list[float], max_score: float, title: str) -> str:
-    """An SVG bar chart of ``scores`` in whole-point bins from 0 to ``max_score``."""
-    bins = int(max_score) + 1
-    counts = Counter(min(int(s), bins - 1) for s in scores)
+    """An SVG bar chart of ``scores`` from 0 to ``max_score``: a bar a point, or 51 bars of
+    equal width for a larger scale."""
+    bins = min(int(max_score), 50) + 1  # at most 51 bars, however many points
+    step = max(max_score / (bins - 1), 1.0) if bins > 1 else 1.0
+    counts = Counter(min(int(s / step), bins - 1) for s in scores)
     tallest = max(counts.values(), default=1)
+
+    def low(b: int) -> str:  # the bin's first score
+        return f"{b * step:g}" if step == 1.0 else f"{b * step:.0f}"
+
     width, height, bar = 640, 190, 640 / bins
     bars = []
     for b in range(bins):
@@ -56,8 +62,9 @@ def histogram(scores: list[float], max_score: float, title: str) -> str:
         x = b * bar
         bars.append(
             f'<rect x="{x + 2:.1f}" y="{165 - h:.1f}" width="{bar - 4:.1f}" height="{h:.1f}" '
-            f'fill="#3b6ea5"><title>{b} points: {counts.get(b, 0)}</title></rect>'
-            f'<text x="{x + bar / 2:.1f}" y="182" font-size="11" text-anchor="middle">{b}</text>'
+            f'fill="#3b6ea5"><title>{low(b)} points: {counts.get(b, 0)}</title></rect>'
+            f'<text x="{x + bar / 2:.1f}" y="182" font-size="11" '
+            f'text-anchor="middle">{low(b)}</text>'
         )
         if counts.get(b):
             bars.append(
@@ -79,7 +86,7 @@ def cell_rates(records: list[dict[str, Any]]) -> list[tuple[float, str, str, int
         if record.get("status") != "graded":
             continue
         for test in record.get("tests", []):
-            counts = tally[(record["assignment"], test["grade_id"])]
+            counts = tally[(str(record.get("assignment") or ""), test["grade_id"])]
             counts[0] += test.get("status") == "passed"
             counts[1] += 1
     rows = [(p / t, slug, gid, p, t) for (slug, gid), (p, t) in tally.items() if t]
@@ -95,11 +102,12 @@ def named_mistakes(records: list[dict[str, Any]]) -> list[tuple[int, str, str, s
     for record in records:
         if record.get("status") != "graded":
             continue
-        size[record["assignment"]] += 1
+        slug = str(record.get("assignment") or "")
+        size[slug] += 1
         for test in record.get("tests", []):
             diagnosis = test.get("diagnosis")
             if isinstance(diagnosis, dict) and diagnosis.get("title"):
-                key = (record["assignment"], str(diagnosis["title"]))
+                key = (slug, str(diagnosis["title"]))
                 who[key].add(record["student"])
                 example.setdefault(key, str(test.get("message") or diagnosis.get("symptom", "")))
     rows = [

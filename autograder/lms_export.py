@@ -75,7 +75,12 @@ class Student:
     keys: frozenset[str]
     name: str
     email: str
+    ident: tuple[str, str]
+    """The row's first id, as (column, value), exactly as the roster has it."""
     columns: dict[str, str]
+
+
+MAX_COLUMNS, MAX_ROWS = 1_000, 200_000
 
 
 def refuse(path: Path, why: str) -> KitError:
@@ -85,8 +90,15 @@ def refuse(path: Path, why: str) -> KitError:
     )
 
 
+def key(text: str) -> str:
+    """How ids and emails are compared: case aside, nothing else folded or stripped."""
+    return text.lower()
+
+
 def read_roster(path: Path) -> list[Student]:
     """The roster's students, or one KitError that says what is wrong with the file."""
+    if not path.is_file():
+        raise refuse(path, "not a regular file")
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_ROSTER_BYTES + 1)
@@ -96,32 +108,45 @@ def read_roster(path: Path) -> list[Student]:
         raise refuse(path, "over 16 MiB")
     try:
         text = data.decode("utf-8-sig")
-        rows = list(csv.reader(io.StringIO(text, newline="")))
+        if "\0" in text:
+            raise refuse(path, "it holds NUL bytes: not text")
+        rows = []
+        for row in csv.reader(io.StringIO(text, newline="")):
+            if len(row) > MAX_COLUMNS or len(rows) >= MAX_ROWS:
+                raise refuse(path, f"over {MAX_COLUMNS} columns or {MAX_ROWS} rows")
+            rows.append(row)
     except (UnicodeDecodeError, csv.Error) as exc:
         raise refuse(path, f"not UTF-8 CSV: {exc}") from None
-    if not rows or "\0" in text:
-        raise refuse(path, "empty, or not text")
+    if not rows:
+        raise refuse(path, "empty")
     header = [h.strip() for h in rows[0]]
     lower = [h.lower() for h in header]
-    ids = [i for i, h in enumerate(lower) if h in ID_COLUMNS]
+    ids = sorted((i for i, h in enumerate(lower) if h in ID_COLUMNS),
+                 key=lambda i: ID_COLUMNS.index(lower[i]))  # fmt: skip
     emails = [i for i, h in enumerate(lower) if h in EMAIL_COLUMNS]
     names = [i for i, h in enumerate(lower) if h in NAME_COLUMNS]
+    canvas = [(i, h) for i, h in enumerate(header) if h in CANVAS_COLUMNS]
     if not ids and not emails:
         raise refuse(path, f"no id or email column among {', '.join(map(repr, header[:20]))}")
     students = []
     for row in rows[1:]:
-        cells = [c.strip() for c in row] + [""] * (len(header) - len(row))
-        if not any(cells) or (cells and cells[0].lower() == "points possible"):
+
+        def cell(i: int, row: list[str] = row) -> str:
+            return row[i].strip() if i < len(row) else ""
+
+        if not any(c.strip() for c in row) or cell(0).lower() == "points possible":
             continue  # a blank line, or Canvas's points row
-        keys = frozenset(cells[i].casefold() for i in ids + emails if cells[i])
+        keys = frozenset(key(cell(i)) for i in ids + emails if cell(i))
         if not keys:
             continue
+        ident = next(((header[i], cell(i)) for i in ids if cell(i)), ("", ""))
         students.append(
             Student(
                 keys=keys,
-                name=next((cells[i] for i in names if cells[i]), ""),
-                email=next((cells[i] for i in emails if cells[i]), ""),
-                columns={h: cells[i] for i, h in enumerate(header) if h in CANVAS_COLUMNS},
+                name=next((cell(i) for i in names if cell(i)), ""),
+                email=next((cell(i) for i in emails if cell(i)), ""),
+                ident=ident,
+                columns={h: cell(i) for i, h in canvas},
             )
         )
     if not students:
@@ -136,8 +161,8 @@ def read_grades(out: Path) -> dict[str, Any]:
         raise KitError(
             f"{out} holds no grades.json.", "Run attnkit grade (or merge) first."
         ) from None
-    except (OSError, ValueError) as exc:
-        raise KitError(f"{out / 'grades.json'} cannot be read ({exc}).") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise KitError(f"{out / 'grades.json'} cannot be read ({str(exc)[:200]}).") from None
     path = out / "grades.json"
     if not isinstance(document, dict) or document.get("schema") != "attnkit-grades/1":
         raise KitError(f"{path} is not a gradebook attnkit wrote.")
@@ -150,6 +175,12 @@ def read_grades(out: Path) -> dict[str, Any]:
             raise KitError(f"{path}: assignment {one_line(str(slug))!r} is malformed.")
     for line, record in enumerate(records, 1):
         problem = record_problem(record) if isinstance(record, dict) else "not an object"
+        if (
+            problem is None
+            and record["status"] == "graded"
+            and record["assignment"] not in (assignments)
+        ):
+            problem = "graded for an assignment the gradebook does not list"
         if problem is not None:
             raise KitError(
                 f"{path}: submission row {line} is malformed ({problem}).",
@@ -166,14 +197,16 @@ class Matched:
     unmatched: list[str]
     ungraded: list[str]
     blank: dict[int, set[str]]
-    """Per roster row, the assignments whose submission could not be graded."""
+    """Per roster row, the assignments whose submission could not be graded (all of them
+    for a submission of no known assignment): blank, never the --missing value."""
 
 
-def match(students: list[Student], records: list[dict[str, Any]]) -> Matched:
+def match(students: list[Student], records: list[dict[str, Any]], slugs: list[str]) -> Matched:
     matched = Matched({}, [], [], {})
+    taken: dict[tuple[int, str], str] = {}
     for record in records:
         student, slug = str(record.get("student")), record.get("assignment")
-        rows = [i for i, s in enumerate(students) if student.strip().casefold() in s.keys]
+        rows = [i for i, s in enumerate(students) if key(student) in s.keys]
         label = one_line(f"{student} ({slug or 'unknown assignment'})")
         if len(rows) != 1:
             matched.unmatched.append(
@@ -181,12 +214,37 @@ def match(students: list[Student], records: list[dict[str, Any]]) -> Matched:
                 "match this student id"
             )
             continue
+        row = rows[0]
+        columns = [slug] if isinstance(slug, str) else slugs
+        clash = next((taken[(row, c)] for c in columns if (row, c) in taken), None)
+        if clash is not None:
+            # Two submissions for one student's cell: the export cannot choose.
+            matched.unmatched.append(f"{label}: the roster row of {clash} matches it too")
+            continue
+        for column in columns:
+            taken[(row, column)] = label
         if record.get("status") != "graded" or not isinstance(slug, str):
             matched.ungraded.append(f"{label}: {one_line(str(record.get('error'))[:200])}")
-            matched.blank.setdefault(rows[0], set()).add(str(slug))
+            matched.blank.setdefault(row, set()).update(columns)
             continue
-        matched.scores.setdefault(rows[0], {})[slug] = f"{float(record['score']):g}"
+        matched.scores.setdefault(row, {})[slug] = f"{float(record['score']):g}"
     return matched
+
+
+def moodle_identifier(students: list[Student]) -> tuple[str, list[str]]:
+    """The column Moodle matches users by: the email when every row has its own, else the
+    roster's first id column when every row has its own; never one shared by two rows."""
+    for header, values in (
+        ("Email address", [s.email for s in students]),
+        (students[0].ident[0] or "ID number", [s.ident[1] for s in students]),
+    ):
+        if all(values) and len({key(v) for v in values}) == len(values):
+            return header, values
+    raise KitError(
+        "no roster column names every student once (the emails and the ids are missing for "
+        "some rows, or shared by two).",
+        "Export the roster with each student's own email or id number.",
+    )
 
 
 def table(
@@ -194,13 +252,13 @@ def table(
 ) -> list[list[str]]:
     slugs = sorted(grades["assignments"])
     titles = [grades["assignments"][s]["title"] for s in slugs]
-    has_email = any(s.email for s in students)
     if kind == "canvas":
         head = [*CANVAS_COLUMNS, *titles]
         points = ["Points Possible", "", "", "", ""]
         rows = [head, points + [f"{grades['assignments'][s]['max_score']:g}" for s in slugs]]
     elif kind == "moodle":
-        rows = [["Email address" if has_email else "ID number", *titles]]
+        column, identifiers = moodle_identifier(students)
+        rows = [[column, *titles]]
     else:
         rows = [["Name", "SID", "Email", *titles]]
     for index, student in enumerate(students):
@@ -210,25 +268,24 @@ def table(
         default = "0" if missing == "zero" else ""
         blank = matched.blank.get(index, set())
         values = [scores.get(s, "" if s in blank else default) for s in slugs]
-        some_id = min(student.keys - {student.email.casefold()}, default=student.email)
+        name = csv_cell(student.name)  # a display name a student may have chosen
         if kind == "canvas":
             fixed = [student.columns.get(c, "") for c in CANVAS_COLUMNS]
-            if not fixed[0]:
-                fixed[0] = student.name
+            fixed[0] = csv_cell(fixed[0] or student.name)
             if not any(fixed[1:4]):
-                fixed[3] = some_id
+                fixed[3] = student.ident[1] or student.email
             rows.append([*fixed, *values])
         elif kind == "moodle":
-            rows.append([student.email if has_email else some_id, *values])
+            rows.append([identifiers[index], *values])
         else:
-            rows.append([student.name, some_id, student.email, *values])
+            rows.append([name, student.ident[1], student.email, *values])
     return rows
 
 
 def export(out: Path, kind: str, roster: Path, missing: str) -> Path:
     grades = read_grades(out)
     students = read_roster(roster)
-    matched = match(students, grades["submissions"])
+    matched = match(students, grades["submissions"], sorted(grades["assignments"]))
     if matched.unmatched:
         raise KitError(
             f"{len(matched.unmatched)} submission(s) match no single roster row, so nothing was "
@@ -238,9 +295,10 @@ def export(out: Path, kind: str, roster: Path, missing: str) -> Path:
     for line in matched.ungraded:
         print(f"not graded, left blank: {line}")
     buffer = io.StringIO()
-    writer = csv.writer(buffer, quoting=csv.QUOTE_MINIMAL)
-    for row in table(kind, students, grades, matched, missing):
-        writer.writerow([csv_cell(cell) for cell in row])
+    # Every cell quoted, so no separator in a name splits it in any locale. Identifiers are
+    # written exactly as the roster has them: the platform matches on them.
+    writer = csv.writer(buffer, quoting=csv.QUOTE_ALL)
+    writer.writerows(table(kind, students, grades, matched, missing))
     target = out / f"export-{kind}.csv"
     write_atomic(target, buffer.getvalue())
     return target

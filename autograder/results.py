@@ -180,7 +180,10 @@ def is_current(
 
 
 def number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite number of a sane size (an int of 400 digits is no score)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return abs(value) < 2**53 if isinstance(value, int) else math.isfinite(value)
 
 
 def record_problem(record: dict[str, Any]) -> str | None:

@@ -110,3 +110,18 @@ def test_the_report_renders_in_a_headless_browser(tmp_path) -> None:
     subprocess.run([browser, *flags, f"--screenshot={shot}", page], capture_output=True,
                    timeout=120)  # fmt: skip
     assert shot.is_file() and shot.stat().st_size > 20_000
+
+
+def test_odd_rows_and_scales_do_not_break_the_page(tmp_path) -> None:
+    out = class_of(tmp_path / "out", 5)
+    document = json.loads((out / "grades.json").read_text())
+    document["assignments"][SLUG]["max_score"] = 200_000.0
+    (out / "grades.json").write_text(json.dumps(document))
+    page = report(out)
+    assert page.count("<rect") <= 51 and len(page) < 200_000
+    document["submissions"][0]["assignment"] = None  # graded, of no known assignment
+    (out / "grades.json").write_text(json.dumps(document))
+    done = subprocess.run([sys.executable, "-m", "attnkit", "report", str(out)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 1 and "submission row 1 is malformed" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -145,3 +145,66 @@ def test_a_missing_or_damaged_gradebook_is_named_with_its_row(tmp_path) -> None:
     done = attnkit("report", str(out))
     assert done.returncode == 1 and "submission row 2 is malformed" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_two_submissions_for_one_roster_cell_stop_the_export(tmp_path) -> None:
+    roster = write_csv(tmp_path / "r.csv", [["Username", "Email"], ["bob", "b@x"], ["sam", ""]])
+    for clash in ([record("bob", 5.0), record("BOB", 0.0, "error", "damaged")],
+                  [record("bob", 5.0), record("b@x", 3.0)]):  # fmt: skip
+        out = gradebook(tmp_path / f"out{len(clash)}{clash[1]['student']}", clash)
+        with pytest.raises(KitError, match="matches it too"):
+            lms_export.export(out, "moodle", roster, "blank")
+        assert not list(out.glob("export-*"))
+    # No folding beyond case: the long s is not an s, and a control character is no space.
+    out = gradebook(tmp_path / "fold", [record("ſam", 14.0), record("sam\x1f", 1.0)])
+    with pytest.raises(KitError, match="no roster row"):
+        lms_export.export(out, "moodle", roster, "blank")
+
+
+def test_a_file_of_no_known_assignment_is_never_a_zero(tmp_path) -> None:
+    roster = write_csv(tmp_path / "r.csv", [["Username", "Email"], ["ann", "a@x"]])
+    unknown = {**record("ann", 0.0, "error", "cannot tell which assignment"), "assignment": None}
+    out = gradebook(tmp_path / "out", [unknown])
+    lms_export.export(out, "moodle", roster, "zero")
+    rows = list(csv.reader((out / "export-moodle.csv").open(newline="")))
+    assert rows[1] == ["a@x", ""]
+
+
+def test_identifiers_are_the_rosters_own_and_never_shared(tmp_path) -> None:
+    roster = write_csv(tmp_path / "r.csv", [
+        ["Full name", "ID number", "Username", "Email"],
+        ["Ann", "A123", "0ann", "shared@school"],
+        ["Ben", "B456", "0ben", "SHARED@school"],
+    ])  # fmt: skip
+    out = gradebook(tmp_path / "out", [record("0ann", 14.0), record("0ben", 2.0)])
+    lms_export.export(out, "moodle", roster, "blank")
+    rows = list(csv.reader((out / "export-moodle.csv").open(newline="")))
+    # The emails are shared, so Moodle matches by the first id column, as the roster has it.
+    assert rows == [["Username", "Self-attention in PyTorch"], ["0ann", "14"], ["0ben", "2"]]
+    lms_export.export(out, "gradescope-csv", roster, "blank")
+    rows = list(csv.reader((out / "export-gradescope-csv.csv").open(newline="")))
+    assert rows[1][:3] == ["Ann", "0ann", "shared@school"]
+    nothing = write_csv(tmp_path / "n.csv", [["Email"], ["x@school"], ["X@school"]])
+    out = gradebook(tmp_path / "o2", [])
+    with pytest.raises(KitError, match="no roster column names every student once"):
+        lms_export.export(out, "moodle", nothing, "blank")
+
+
+def test_odd_files_are_refused_by_name(tmp_path) -> None:
+    import os
+
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(KitError, match="not a regular file"):
+        lms_export.read_roster(fifo)
+    out = tmp_path / "deep"
+    out.mkdir()
+    (out / "grades.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(KitError, match="cannot be read"):
+        lms_export.read_grades(out)
+    huge = gradebook(tmp_path / "huge", [record("ada", 1.0)])
+    document = json.loads((huge / "grades.json").read_text())
+    document["assignments"][SLUG]["max_score"] = 10**400
+    (huge / "grades.json").write_text(json.dumps(document))
+    with pytest.raises(KitError, match="malformed"):
+        lms_export.read_grades(huge)
