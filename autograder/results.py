@@ -108,9 +108,10 @@ STORAGE_CHARACTERS = re.compile(r"[^\w-]+")
 def storage_name(student: str) -> str:
     """The folder that holds a student's results: a readable part plus a digest of the exact
     id, so ids that read alike (``li wei``, ``li_wei``) never share a folder, and no id
-    (``..``, ``/``, control characters, 1,000 characters) can name a path outside it."""
+    (``..``, ``/``, control characters, 1,000 characters) can name a path outside it. The
+    digest has 80 bits: a student cannot search for a name whose folder is another's."""
     readable = STORAGE_CHARACTERS.sub("_", student)[:40].strip("_") or "student"
-    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:20]
     return f"{readable}-{digest}"
 
 
@@ -119,7 +120,7 @@ def result_path(out: Path, submission: Submission) -> Path:
     if submission.assignment in ASSIGNMENTS:
         name = submission.assignment
     else:  # several files of unknown assignment may belong to one student
-        name = "unknown-" + hashlib.sha256(os.fsencode(submission.path)).hexdigest()[:12]
+        name = "unknown-" + hashlib.sha256(os.fsencode(submission.path)).hexdigest()[:20]
     results = out / "results"
     path = results / storage_name(submission.student) / f"{name}.json"
     # The parts are built above from [\w-] and a digest; this guards the guarantee itself.
