@@ -25,7 +25,6 @@ from typing import Any
 from attnkit.errors import KitError
 
 from . import results, run_manifest
-from .lms_export import read_grades
 
 
 def add_parser(commands: Any) -> None:
@@ -155,7 +154,7 @@ text-align:left;vertical-align:top}td.n{text-align:right}.bar{background:#3b6ea5
 
 
 def render(out: Path) -> str:
-    grades = read_grades(out)
+    grades = results.read_gradebook(out)
     records = [r for r in grades.get("submissions", []) if isinstance(r, dict)]
     head = "<!doctype html><meta charset=utf-8><title>Class report</title>"
     parts = [

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 from attnkit.errors import KitError
 from attnkit.terminal import one_line
 
-from .results import csv_cell, number, record_problem, write_atomic
+from .results import csv_cell, read_gradebook, write_atomic
 
 FORMATS = ("canvas", "moodle", "gradescope-csv")
 MAX_ROSTER_BYTES = 16 * 1024 * 1024
@@ -154,41 +153,6 @@ def read_roster(path: Path) -> list[Student]:
     return students
 
 
-def read_grades(out: Path) -> dict[str, Any]:
-    try:
-        document = json.loads((out / "grades.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise KitError(
-            f"{out} holds no grades.json.", "Run attnkit grade (or merge) first."
-        ) from None
-    except (OSError, ValueError, RecursionError) as exc:
-        raise KitError(f"{out / 'grades.json'} cannot be read ({str(exc)[:200]}).") from None
-    path = out / "grades.json"
-    if not isinstance(document, dict) or document.get("schema") != "attnkit-grades/1":
-        raise KitError(f"{path} is not a gradebook attnkit wrote.")
-    assignments, records = document.get("assignments"), document.get("submissions")
-    if not isinstance(assignments, dict) or not isinstance(records, list):
-        raise KitError(f"{path} is not a gradebook attnkit wrote (no assignments or rows).")
-    for slug, info in assignments.items():
-        if not (isinstance(info, dict) and isinstance(info.get("title"), str)
-                and number(info.get("max_score"))):  # fmt: skip
-            raise KitError(f"{path}: assignment {one_line(str(slug))!r} is malformed.")
-    for line, record in enumerate(records, 1):
-        problem = record_problem(record) if isinstance(record, dict) else "not an object"
-        if (
-            problem is None
-            and record["status"] == "graded"
-            and record["assignment"] not in (assignments)
-        ):
-            problem = "graded for an assignment the gradebook does not list"
-        if problem is not None:
-            raise KitError(
-                f"{path}: submission row {line} is malformed ({problem}).",
-                "Rebuild the gradebook: run attnkit grade (or merge) again.",
-            )
-    return document
-
-
 @dataclass
 class Matched:
     """Each roster row's scores by assignment, and what could not be matched or graded."""
@@ -283,7 +247,7 @@ def table(
 
 
 def export(out: Path, kind: str, roster: Path, missing: str) -> Path:
-    grades = read_grades(out)
+    grades = read_gradebook(out)
     students = read_roster(roster)
     matched = match(students, grades["submissions"], sorted(grades["assignments"]))
     if matched.unmatched:

@@ -324,6 +324,43 @@ def write_gradebook(out: Path, paths: list[Path]) -> list[dict[str, Any]]:
     return records
 
 
+def read_gradebook(out: Path) -> dict[str, Any]:
+    """OUT's grades.json as :func:`write_gradebook` wrote it, checked row by row (what an
+    export and the class report read), or one KitError naming the file and the row."""
+    try:
+        document = json.loads((out / "grades.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise KitError(
+            f"{out} holds no grades.json.", "Run attnkit grade (or merge) first."
+        ) from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise KitError(f"{out / 'grades.json'} cannot be read ({str(exc)[:200]}).") from None
+    path = out / "grades.json"
+    if not isinstance(document, dict) or document.get("schema") != "attnkit-grades/1":
+        raise KitError(f"{path} is not a gradebook attnkit wrote.")
+    assignments, records = document.get("assignments"), document.get("submissions")
+    if not isinstance(assignments, dict) or not isinstance(records, list):
+        raise KitError(f"{path} is not a gradebook attnkit wrote (no assignments or rows).")
+    for slug, info in assignments.items():
+        if not (isinstance(info, dict) and isinstance(info.get("title"), str)
+                and number(info.get("max_score"))):  # fmt: skip
+            raise KitError(f"{path}: assignment {one_line(str(slug))!r} is malformed.")
+    for line, record in enumerate(records, 1):
+        problem = record_problem(record) if isinstance(record, dict) else "not an object"
+        if (
+            problem is None
+            and record["status"] == "graded"
+            and record["assignment"] not in assignments
+        ):
+            problem = "graded for an assignment the gradebook does not list"
+        if problem is not None:
+            raise KitError(
+                f"{path}: submission row {line} is malformed ({problem}).",
+                "Rebuild the gradebook: run attnkit grade (or merge) again.",
+            )
+    return document
+
+
 def summary_table(records: list[dict[str, Any]]) -> str:
     """Per graded cell: how many submissions passed it."""
     rows: dict[tuple[str, str], list[int]] = {}

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from attnkit.errors import KitError
 from attnkit_autograder import lms_export
+from attnkit_autograder.results import read_gradebook
 
 SLUG = "02_self_attention"
 
@@ -201,10 +202,10 @@ def test_odd_files_are_refused_by_name(tmp_path) -> None:
     out.mkdir()
     (out / "grades.json").write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(KitError, match="cannot be read"):
-        lms_export.read_grades(out)
+        read_gradebook(out)
     huge = gradebook(tmp_path / "huge", [record("ada", 1.0)])
     document = json.loads((huge / "grades.json").read_text())
     document["assignments"][SLUG]["max_score"] = 10**400
     (huge / "grades.json").write_text(json.dumps(document))
     with pytest.raises(KitError, match="malformed"):
-        lms_export.read_grades(huge)
+        read_gradebook(huge)
