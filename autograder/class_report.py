@@ -22,9 +22,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from attnkit.errors import KitError
-
 from . import results, run_manifest
+from .run_manifest import ClassManifest
 
 
 def add_parser(commands: Any) -> None:
@@ -116,13 +115,9 @@ def named_mistakes(records: list[dict[str, Any]]) -> list[tuple[int, str, str, s
     return sorted(rows, key=lambda r: (-r[0], r[1], r[2]))
 
 
-def run_facts(out: Path) -> list[str]:
+def run_facts(out: Path, manifest: ClassManifest | None) -> list[str]:
     """The isolation, the seconds per submission and the kit, from OUT's own files."""
     facts = []
-    try:
-        manifest = run_manifest.read(out)
-    except KitError:
-        manifest = None
     seconds, sandboxes = [], Counter()
     for path in results.result_paths(out):
         record = results.read_record(path)
@@ -155,6 +150,7 @@ text-align:left;vertical-align:top}td.n{text-align:right}.bar{background:#3b6ea5
 
 def render(out: Path) -> str:
     grades = results.read_gradebook(out)
+    manifest = run_manifest.read_if_any(out)
     records = [r for r in grades.get("submissions", []) if isinstance(r, dict)]
     head = "<!doctype html><meta charset=utf-8><title>Class report</title>"
     parts = [
@@ -191,7 +187,7 @@ def render(out: Path) -> str:
         parts.append("</table>")
     parts.append("<h2>Could not be graded</h2>")
     failed = [r for r in records if r.get("status") != "graded"]
-    missing = missing_results(out)
+    missing = missing_results(out, manifest)
     if not failed and not missing:
         parts.append("<p class=muted>Every submission was graded.</p>")
     else:
@@ -203,20 +199,16 @@ def render(out: Path) -> str:
             parts.append(f"<tr><td>{e(who)}</td><td></td><td>{e(why)}</td></tr>")
         parts.append("</table>")
     parts.append("<h2>Run</h2><ul>")
-    facts = run_facts(out) or [f"{out} holds no result files or class.json to tell"]
+    facts = run_facts(out, manifest) or [f"{out} holds no result files or class.json to tell"]
     parts += [f"<li>{e(fact)}</li>" for fact in facts]
     parts.append("</ul>")
     return "\n".join(parts) + "\n"
 
 
-def missing_results(out: Path) -> list[tuple[str, str]]:
+def missing_results(out: Path, manifest: ClassManifest | None) -> list[tuple[str, str]]:
     """Members of OUT's class with no current result (the grader's failures), with why."""
-    try:
-        manifest = run_manifest.read(out)
-    except KitError:
-        return []
     missing = []
-    for member in manifest.members:
+    for member in manifest.members if manifest is not None else ():
         why = results.why_not_current(out / member.result, member.sha256, manifest.stamp)
         if why is not None:
             missing.append((member.id.removesuffix(".json"), why))

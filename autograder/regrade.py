@@ -115,23 +115,25 @@ def compare(old: dict[str, Any] | None, new: dict[str, Any] | None) -> Change | 
 def changes_of(out: Path, new: Path, old: ClassManifest, manifest: ClassManifest) -> list[Change]:
     """Every submission whose points or status moved, among those of either gradebook: one
     that left SUBMISSIONS since is a change too (its result goes)."""
+    before, after = gradebook_of(out, old), gradebook_of(new, manifest)
     found = []
-    paths = sorted({m.result for m in old.members} | {m.result for m in manifest.members})
-    for result in paths:
-        # Each side as its gradebook has it: only current results count (a grader's
-        # failure, or a result of other tests, is no row there).
-        change = compare(in_gradebook(out, old, result), in_gradebook(new, manifest, result))
+    for result in sorted(before.keys() | after.keys()):
+        change = compare(before.get(result), after.get(result))
         if change is not None:
             found.append(change)
     return sorted(found, key=lambda c: (c.student, c.assignment or ""))
 
 
-def in_gradebook(folder: Path, manifest: ClassManifest, result: str) -> dict[str, Any] | None:
-    """The public record of ``result`` in ``folder`` if it is current for ``manifest``."""
-    member = next((m for m in manifest.members if m.result == result), None)
-    if member is None or not merge.usable(folder / result, member, manifest.stamp):
-        return None
-    return results.read_result(folder / result)
+def gradebook_of(folder: Path, manifest: ClassManifest) -> dict[str, dict[str, Any] | None]:
+    """Each member's public record in ``folder`` as its gradebook has it, by result path:
+    only a current result counts (a grader's failure, or a result of other tests, is no
+    row there, so None)."""
+    return {
+        m.result: results.read_result(folder / m.result)
+        if merge.usable(folder / m.result, m, manifest.stamp)
+        else None
+        for m in manifest.members
+    }
 
 
 def printable_change(change: Change) -> Change:
