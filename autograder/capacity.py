@@ -13,9 +13,11 @@ its cost per submission is the benchmark's (:mod:`attnkit_autograder.benchmark`)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,15 +52,12 @@ def synthetic_result(submission: discovery.Submission, index: int) -> dict[str, 
     }  # fmt: skip
 
 
-def timed(what: str, figures: dict[str, float]) -> Any:
-    class Timer:
-        def __enter__(self) -> None:
-            self.start = time.perf_counter()
-
-        def __exit__(self, *exc: object) -> None:
-            figures[what] = time.perf_counter() - self.start
-
-    return Timer()
+@contextlib.contextmanager
+def timed(what: str, figures: dict[str, float]) -> Iterator[None]:
+    """Put the seconds the block took into ``figures[what]``."""
+    start = time.perf_counter()
+    yield
+    figures[what] = time.perf_counter() - start
 
 
 def measure(work: Path, count: int, shard_count: int) -> dict[str, float]:
