@@ -31,8 +31,9 @@ from .rubric import graded_cells
 SLUG = "02_self_attention"
 
 
-def synthetic_result(submission: discovery.Submission, index: int) -> dict[str, Any]:
-    """A result as the grader writes one: every graded cell, a score, run details."""
+def synthetic_result(submission: discovery.Submission, index: int, stamp: str) -> dict[str, Any]:
+    """A result as the grader writes one: every graded cell, a score, run details, and what
+    it was graded with."""
     tests = []
     for number, cell in enumerate(graded_cells(SLUG)):
         failed = (index + number) % 7 == 0
@@ -49,6 +50,7 @@ def synthetic_result(submission: discovery.Submission, index: int) -> dict[str, 
         "error": None, "id_rule": submission.id_rule, "notes": [], "sandbox": "bubblewrap",
         "source": str(submission.path), "source_sha256": submission.sha256, "tests": tests,
         "run": {"seconds": 0.12, "phases": {"cells": 0.05, "hidden tests": 0.04}},
+        "graded_with": stamp,
     }  # fmt: skip
 
 
@@ -97,7 +99,8 @@ def measure(work: Path, count: int, shard_count: int) -> dict[str, float]:
         for index, submission in enumerate(members):
             target = folder / run_manifest.member(submission).result
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(synthetic_result(submission, index), indent=1))
+            result = synthetic_result(submission, index, manifest.stamp)
+            target.write_text(json.dumps(result, indent=1))
     figures["class file bytes"] = (
         (out / manifests[0].shard.folder / run_manifest.NAME).stat().st_size
     )  # type: ignore[union-attr]

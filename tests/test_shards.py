@@ -594,3 +594,11 @@ def test_the_kubernetes_manifests_are_an_indexed_job_and_a_merge_on_one_volume()
     }
     assert len(claims) == 1
     assert "bubblewrap" in (folder / "Dockerfile").read_text()
+
+
+def test_the_capacity_benchmark_merges_the_class_it_builds(capsys) -> None:
+    from attnkit_autograder import capacity
+
+    assert capacity.main(["--submissions", "20", "--shards", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "20 submissions of 02_self_attention" in printed and "merge" in printed
