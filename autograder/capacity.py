@@ -79,6 +79,7 @@ def measure(work: Path, count: int, shard_count: int) -> dict[str, float]:
     options = argparse.Namespace(
         submissions=subs, assignment=None, timeout=10.0, budget=120.0, memory_mb=2048,
         cell_timeout=30.0, feedback=False, no_sandbox=False, sandbox_user=None, gradebook=None,
+        late_policy=None,
     )  # fmt: skip
     with timed("class file", figures):
         manifests = [
@@ -97,7 +98,7 @@ def measure(work: Path, count: int, shard_count: int) -> dict[str, float]:
         folder = out / manifest.shard.folder
         run_manifest.write(folder, manifest)
         for index, submission in enumerate(members):
-            target = folder / run_manifest.member(submission).result
+            target = folder / run_manifest.member(submission, subs).result
             target.parent.mkdir(parents=True, exist_ok=True)
             result = synthetic_result(submission, index, manifest.stamp)
             target.write_text(json.dumps(result, indent=1))

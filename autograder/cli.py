@@ -63,7 +63,7 @@ def cmd_gradescope(args: argparse.Namespace) -> int:
     except KeyError as exc:
         raise KitError(exc.args[0]) from None
     kit_root = KIT_ROOT
-    path = gradescope.build_zip(args.zip, slug, args.visibility, kit_root)
+    path = gradescope.build_zip(args.zip, slug, args.visibility, kit_root, args.late_policy)
     gradescope.verify_scripts_parse(path)
     print(f"wrote {path}: upload it as the autograder of {slug} on Gradescope")
     return 0
@@ -163,6 +163,13 @@ def add_gradescope(commands: Any) -> None:
         default="after_published",
         choices=["hidden", "after_due_date", "after_published", "visible"],
         help="when students see the hidden tests' results (default: after_published)",
+    )
+    gradescope.add_argument(
+        "--late-policy",
+        type=Path,
+        metavar="POLICY.toml",
+        help="apply this late policy to each submission's time in submission_metadata.json "
+        "(with no deadline for the assignment in it, Gradescope's due date)",
     )
     gradescope.set_defaults(handler=cmd_gradescope)
 

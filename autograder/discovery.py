@@ -109,6 +109,8 @@ BLACKBOARD = re.compile(
 """Blackboard writes ``<title>_<user>_attempt_<time>`` and then the student's own file name.
 The title is matched lazily, so the platform's prefix, the first ``_<user>_attempt_<time>``,
 names the student: a file the student called ``x_jdoe_attempt_2099-...`` names no one."""
+CANVAS_LATE_NOTE = "Canvas marked this submission LATE"
+"""The note on a file whose Canvas prefix holds ``_LATE_``: the late policy reads it."""
 COPY_MARKERS = re.compile(r"copy of|\bcopy\b|[-_ ]copy$|\(\d+\)|colab", re.I)
 
 
@@ -178,7 +180,7 @@ def identify_file(name: str, slug: str | None) -> tuple[str, str, str, str, tupl
     stem = text_id(submission_stem(Path(name)))
     canvas = CANVAS.match(stem)
     if canvas:
-        notes = ("Canvas marked this submission LATE",) if canvas["late"] else ()
+        notes = (CANVAS_LATE_NOTE,) if canvas["late"] else ()
         return canvas["name"], "canvas", canvas["user"], "", notes
     blackboard = BLACKBOARD.match(stem)
     if blackboard:

@@ -12,7 +12,7 @@ from typing import Any
 from attnkit.errors import KitError
 from attnkit.terminal import one_line, raw
 
-from . import discovery, results, run_manifest, shards
+from . import discovery, late, results, run_manifest, shards
 from .discovery import Submission
 from .pipeline import GradeSettings
 from .shards import Shard
@@ -77,6 +77,13 @@ def add_parser(commands: Any) -> None:
         metavar="COURSE",
         help="also write the grades into this nbgrader course's gradebook (automatic when "
         "SUBMISSIONS is a course or its submitted/ folder)",
+    )
+    grade.add_argument(
+        "--late-policy",
+        type=Path,
+        metavar="POLICY.toml",
+        help="apply this late policy (deadlines, extensions, a penalty per day): grades.json "
+        "keeps the raw and the final score, and why",
     )
     grade.set_defaults(handler=run, publish=True)
 
@@ -192,11 +199,14 @@ def choose_isolation(args: argparse.Namespace, settings: GradeSettings) -> None:
 
 
 def grade_into(
-    args: argparse.Namespace, submissions: list[Submission], settings: GradeSettings, book: bool
+    args: argparse.Namespace,
+    submissions: list[Submission],
+    settings: GradeSettings,
+    manifest: run_manifest.ClassManifest,
 ) -> tuple[RunOutcome, list[Submission], list[dict[str, Any]]]:
     """Grade what is not graded yet into OUT, with a progress bar, then rebuild the
-    gradebook files (unless ``book`` is false: a shard's slice has none): (how the run
-    went, what has no result, the records)."""
+    gradebook files (unless this is one shard of the class: a slice has none), with the
+    class's late policy applied: (how the run went, what has no result, the records)."""
     from tqdm import tqdm
 
     todo = results.pending(submissions, args.out, settings.feedback, args.force, settings.stamp)
@@ -213,10 +223,11 @@ def grade_into(
     # older file, is left out of the gradebook (and named), never written as a 0.
     left_out = {id(s) for s in absent}
     paths = results.result_paths(args.out, [s for s in submissions if id(s) not in left_out])
-    if not book:
-        return outcome, absent, results.collect(paths)
+    adjust = late.gradebook_adjuster(manifest, args.out)
+    if manifest.shard is not None:
+        return outcome, absent, results.collect(paths, adjust)
     try:
-        records = results.write_gradebook(args.out, paths)
+        records = results.write_gradebook(args.out, paths, adjust)
     except OSError as exc:
         if absent:
             report_missing(absent, outcome.lost, args.out, settings.stamp)
@@ -271,8 +282,8 @@ def run(args: argparse.Namespace) -> int:
     locate_verdict(progress=False)
     choose_isolation(args, settings)
     with results.exclusive(args.out):
-        start_class(args, everyone, shard)
-        outcome, absent, records = grade_into(args, submissions, settings, book=shard is None)
+        manifest = start_class(args, everyone, shard)
+        outcome, absent, records = grade_into(args, submissions, settings, manifest)
         if args.feedback:
             from . import feedback
 
@@ -296,10 +307,35 @@ def run(args: argparse.Namespace) -> int:
         return 130
     if shard is None and args.publish:
         publish_to_nbgrader(args.gradebook, args.submissions, records)
+    unreadable = report_late(manifest, records)
     if absent:
         report_missing(absent, outcome.lost, args.out, settings.stamp)
         return 1
-    return 0
+    return 1 if unreadable else 0
+
+
+def report_late(manifest: run_manifest.ClassManifest, records: list[dict[str, Any]]) -> int:
+    """Say what the late policy did, name every submission time that could not be read (by
+    its file and line: the run then exits 1) and every extension that names no student."""
+    if manifest.options["late_policy"] is None:
+        return 0
+    policy = late.policy_from_dict(manifest.options["late_policy"])
+    verdicts = [r["late"] for r in records if "late" in r]
+    penalised = sum(v["penalty_percent"] > 0 for v in verdicts)
+    print(f"late policy: {penalised} of {len(verdicts)} graded submission(s) lost points")
+    students = {r["student"] for r in records}
+    for student in late.extensions_for_no_one(policy, students):
+        print(f"note: the late policy extends {one_line(student)!r}, who handed nothing in")
+    unreadable = [r for r in records if r.get("late", {}).get("status") == "unreadable time"]
+    for record in unreadable:
+        print(f"LATE POLICY: {one_line(record['late']['reason'])}", file=sys.stderr)
+    if unreadable:
+        print(
+            "Fix those files (or grant the students an extension) and run the same command "
+            "again: nothing is graded twice.",
+            file=sys.stderr,
+        )
+    return len(unreadable)
 
 
 def publish_to_nbgrader(

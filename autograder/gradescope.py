@@ -114,12 +114,23 @@ AUTOGRADER="${{ATTNKIT_AUTOGRADER_ROOT:-/autograder}}"
 export ATTNKIT_DATA_DIR="$AUTOGRADER/source/data"
 export ATTNKIT_VERDICT="$AUTOGRADER/lesson-data/the-verdict.txt"
 exec "$AUTOGRADER/venv/bin/python" -m attnkit_autograder.gradescope \\
-    --root "$AUTOGRADER" --assignment {assignment} --visibility {visibility}
+    --root "$AUTOGRADER" --assignment {assignment} --visibility {visibility}{late}
 """
+LATE_POLICY = "late-policy.toml"
+"""The late policy's name in the zip (and in ``/autograder/source``), when one is given."""
 
 
-def build_zip(target: Path, assignment: str, visibility: str, kit_root: Path) -> Path:
-    """Write the autograder zip for one assignment; its root is Gradescope's source folder."""
+def build_zip(
+    target: Path, assignment: str, visibility: str, kit_root: Path, policy: Path | None = None
+) -> Path:
+    """Write the autograder zip for one assignment; its root is Gradescope's source folder.
+    With a late ``policy`` (checked now), the zip holds it and run_autograder applies it."""
+    from . import late
+
+    if policy is not None:
+        late.read_policy(policy)
+    flag = f' \\\n    --late-policy "$AUTOGRADER/source/{LATE_POLICY}"' if policy else ""
+    script = RUN_AUTOGRADER.format(assignment=assignment, visibility=visibility, late=flag)
     if not (kit_root / "solutions").is_dir() or not (kit_root / "autograder").is_dir():
         raise KitError(
             f"{kit_root} does not hold the kit's source (solutions/ and autograder/).",
@@ -130,7 +141,7 @@ def build_zip(target: Path, assignment: str, visibility: str, kit_root: Path) ->
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, text in (
             ("setup.sh", SETUP_SH),
-            ("run_autograder", RUN_AUTOGRADER.format(assignment=assignment, visibility=visibility)),
+            ("run_autograder", script),
         ):
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o755 << 16
@@ -143,6 +154,8 @@ def build_zip(target: Path, assignment: str, visibility: str, kit_root: Path) ->
                 if SKIPPED_NAMES & set(relative.parts) or file.suffix in (".pyc", ".part"):
                     continue
                 archive.write(file, relative.as_posix())
+        if policy is not None:
+            archive.write(policy, LATE_POLICY)
     return target
 
 
@@ -189,7 +202,29 @@ def to_results(grades: dict[str, Any], visibility: str = "after_published") -> d
     }
     if record["status"] == "error":
         result["output"] = f"Your submission could not be graded: {record['error']}"
+    elif record.get("late", {}).get("penalty_percent"):
+        result["output"] = (
+            f"Tests: {record['raw_score']:g} points. Late: {record['late']['reason']}"
+        )
     return result
+
+
+def apply_late_policy(policy: Any, record: dict[str, Any], metadata: Path) -> dict[str, Any]:
+    """``record`` with the policy applied to Gradescope's submission time. Extensions are
+    looked up by the submitters' email or Gradescope id (any member of a group); with no
+    deadline for the assignment in the policy, Gradescope's own due date counts."""
+    from . import late
+
+    hand_in, due = late.gradescope_hand_in(metadata)
+    student = record["student"]
+    try:
+        users = json.loads(metadata.read_text(encoding="utf-8")).get("users") or []
+        keys = [str(u.get(k)) for u in users if isinstance(u, dict) for k in ("email", "id")]
+    except (OSError, ValueError, AttributeError, RecursionError):
+        keys = []
+    named = next((k for k in keys if k in policy.extensions), student)
+    decided = late.decide(policy, hand_in, {**record, "student": named}, due)
+    return {**decided, "student": student}
 
 
 def pick_notebooks(submission_dir: Path, slug: str) -> list[Path]:
@@ -202,8 +237,11 @@ def pick_notebooks(submission_dir: Path, slug: str) -> list[Path]:
     return notebooks
 
 
-def grade_for_gradescope(root: Path, slug: str, visibility: str) -> dict[str, Any]:
-    """Grade ``root/submission`` and return Gradescope's results document."""
+def grade_for_gradescope(
+    root: Path, slug: str, visibility: str, policy: Any = None
+) -> dict[str, Any]:
+    """Grade ``root/submission`` and return Gradescope's results document, with the late
+    ``policy`` (a :class:`~attnkit_autograder.late.LatePolicy`) applied when there is one."""
     from .discovery import Submission
     from .pipeline import grade_safely
 
@@ -216,6 +254,8 @@ def grade_for_gradescope(root: Path, slug: str, visibility: str) -> dict[str, An
         return results
     settings = sandbox_for_gradescope()
     record = grade_safely(Submission("submission", slug, notebooks[0]), settings)
+    if policy is not None:
+        record = apply_late_policy(policy, record, root / "submission_metadata.json")
     results = to_results({"submissions": [record]}, visibility)
     results["execution_time"] = round(time.monotonic() - started)
     print(f"sandbox: {record.get('sandbox', 'unknown')}")  # stdout is hidden from students
@@ -250,12 +290,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path("/autograder"))
     parser.add_argument("--assignment", required=True)
     parser.add_argument("--visibility", default="after_published", choices=VISIBILITIES)
+    parser.add_argument("--late-policy", type=Path, default=None)
     args = parser.parse_args(argv)
     slug = get_assignment(args.assignment).slug
     target = args.root / "results" / "results.json"
     target.unlink(missing_ok=True)  # a stale file must never stand in for this grading
+    policy = None
+    if args.late_policy is not None:
+        from .late import read_policy
+
+        policy = read_policy(args.late_policy)
     try:
-        results = grade_for_gradescope(args.root, slug, args.visibility)
+        results = grade_for_gradescope(args.root, slug, args.visibility, policy)
     except GraderFault as fault:
         print(f"the grader failed on this submission, so no score is recorded: {fault}")
         return 1

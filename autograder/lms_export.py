@@ -24,14 +24,14 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from attnkit.errors import KitError
 from attnkit.terminal import one_line
 
-from .results import csv_cell, read_gradebook, write_atomic
+from .results import csv_cell, read_gradebook, write_atomic_files
 
 FORMATS = ("canvas", "moodle", "gradescope-csv")
 MAX_ROSTER_BYTES = 16 * 1024 * 1024
@@ -107,15 +107,21 @@ def read_roster(path: Path) -> list[Student]:
         raise refuse(path, "over 16 MiB")
     try:
         text = data.decode("utf-8-sig")
-        if "\0" in text:
-            raise refuse(path, "it holds NUL bytes: not text")
-        rows = []
-        for row in csv.reader(io.StringIO(text, newline="")):
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise refuse(path, f"line {line} is not UTF-8 text") from None
+    if "\0" in text:
+        raise refuse(path, f"line {text[: text.index(chr(0))].count(chr(10)) + 1} holds a NUL byte")
+    rows = []
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        for row in reader:
             if len(row) > MAX_COLUMNS or len(rows) >= MAX_ROWS:
-                raise refuse(path, f"over {MAX_COLUMNS} columns or {MAX_ROWS} rows")
+                why = f"over {MAX_COLUMNS} columns or {MAX_ROWS} rows"
+                raise refuse(path, f"line {reader.line_num}: {why}")
             rows.append(row)
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise refuse(path, f"not UTF-8 CSV: {exc}") from None
+    except csv.Error as exc:
+        raise refuse(path, f"line {reader.line_num} is not CSV: {exc}") from None
     if not rows:
         raise refuse(path, "empty")
     header = [h.strip() for h in rows[0]]
@@ -126,7 +132,8 @@ def read_roster(path: Path) -> list[Student]:
     names = [i for i, h in enumerate(lower) if h in NAME_COLUMNS]
     canvas = [(i, h) for i, h in enumerate(header) if h in CANVAS_COLUMNS]
     if not ids and not emails:
-        raise refuse(path, f"no id or email column among {', '.join(map(repr, header[:20]))}")
+        columns = ", ".join(map(repr, header[:20]))
+        raise refuse(path, f"line 1, the header, has no id or email column among {columns}")
     students = []
     for row in rows[1:]:
 
@@ -163,6 +170,8 @@ class Matched:
     blank: dict[int, set[str]]
     """Per roster row, the assignments whose submission could not be graded (all of them
     for a submission of no known assignment): blank, never the --missing value."""
+    rows: dict[int, int] = field(default_factory=dict)
+    """Each graded record's roster row, by the record's id()."""
 
 
 def match(students: list[Student], records: list[dict[str, Any]], slugs: list[str]) -> Matched:
@@ -192,6 +201,7 @@ def match(students: list[Student], records: list[dict[str, Any]], slugs: list[st
             matched.blank.setdefault(row, set()).update(columns)
             continue
         matched.scores.setdefault(row, {})[slug] = f"{float(record['score']):g}"
+        matched.rows[id(record)] = row
     return matched
 
 
@@ -264,8 +274,35 @@ def export(out: Path, kind: str, roster: Path, missing: str) -> Path:
     writer = csv.writer(buffer, quoting=csv.QUOTE_ALL)
     writer.writerows(table(kind, students, grades, matched, missing))
     target = out / f"export-{kind}.csv"
-    write_atomic(target, buffer.getvalue())
+    files = {target: buffer.getvalue()}
+    if any("late" in r for r in grades["submissions"]):
+        files[out / f"export-{kind}-late.csv"] = late_table(students, grades, matched)
+    write_atomic_files(files)
     return target
+
+
+LATE_HEADER = ["Roster id", "Email", "Student", "Assignment", "Raw score", "Score", "Late",
+               "Days late", "Penalty %", "Reason"]  # fmt: skip
+
+
+def late_table(students: list[Student], grades: dict[str, Any], matched: Matched) -> str:
+    """The late policy's decisions beside the export: the platform's columns take only
+    the final score (a column Canvas does not know becomes a new assignment there), so
+    the raw score and the reason for each graded submission are written here."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=csv.QUOTE_ALL)
+    writer.writerow(LATE_HEADER)
+    for record in grades["submissions"]:
+        why, row = record.get("late"), matched.rows.get(id(record))
+        if not isinstance(why, dict) or row is None:
+            continue
+        student, title = students[row], grades["assignments"][record["assignment"]]["title"]
+        writer.writerow(
+            [csv_cell(v) for v in (student.ident[1], student.email, record["student"], title,
+             f"{float(record['raw_score']):g}", f"{float(record['score']):g}", why["status"],
+             why["days_late"], f"{float(why['penalty_percent']):g}", why["reason"])]
+        )  # fmt: skip
+    return buffer.getvalue()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ from typing import Any
 from attnkit.errors import KitError
 from attnkit.terminal import one_line
 
-from . import results, run_manifest, shards
+from . import late, results, run_manifest, shards
 from .discovery import OUT_MARKER, Submission
 from .run_manifest import ClassManifest, Member
 from .shards import Shard
@@ -326,7 +326,8 @@ def write_merged(out: Path, manifest: ClassManifest, plan: Plan, folders: list[P
             shard=None,
             merged_from=tuple(sorted(f.name for f in folders)),
         )
-        results.write_gradebook(out, [out / m.result for m in manifest.members])
+        adjust = late.gradebook_adjuster(manifest, out)
+        results.write_gradebook(out, [out / m.result for m in manifest.members], adjust)
         run_manifest.write(out, merged)
 
 

@@ -66,5 +66,10 @@ def push_grades(course: Path, records: list[dict[str, Any]]) -> list[str]:
                     notes.append(f"{student}/{slug}: no graded cell {test['grade_id']}")
                     continue
                 grade.auto_score = float(test["points"])
+            if "late" in record:
+                # nbgrader's own field for it: `nbgrader export` then shows raw_score,
+                # late_submission_penalty and score as the kit's gradebook does.
+                notebook = gradebook.find_submission_notebook(slug, slug, student)
+                notebook.late_submission_penalty = record["raw_score"] - record["score"]
             gradebook.db.commit()
     return notes

@@ -22,7 +22,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -265,10 +265,18 @@ def read_result(path: Path) -> dict[str, Any] | None:
     return None if record is None else public_record(record)
 
 
-def collect(paths: list[Path]) -> list[dict[str, Any]]:
-    """The public records of the result files ``paths`` (those that hold one), in the
-    gradebook's order."""
-    records = [r for r in map(read_result, paths) if r is not None]
+Adjust = Callable[[Path, dict[str, Any]], dict[str, Any]]
+"""What the gradebook does to a result before it lists it (the late policy), by its path."""
+
+
+def collect(paths: list[Path], adjust: Adjust | None = None) -> list[dict[str, Any]]:
+    """The public records of the result files ``paths`` (those that hold one), each as
+    ``adjust`` leaves it, in the gradebook's order."""
+    records = [
+        r if adjust is None else adjust(path, r)
+        for path in paths
+        if (r := read_result(path)) is not None
+    ]
     records.sort(key=lambda r: (r["student"], r["assignment"] or "", r["source"]))
     return records
 
@@ -291,11 +299,17 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def write_gradebook(out: Path, paths: list[Path]) -> list[dict[str, Any]]:
+LATE_COLUMNS = ["raw_score", "late", "late_reason"]
+
+
+def write_gradebook(
+    out: Path, paths: list[Path], adjust: Adjust | None = None
+) -> list[dict[str, Any]]:
     """Write ``grades.json`` and ``grades.csv`` together (see :func:`write_atomic_files`)
-    from the result files ``paths`` (see :func:`result_paths`). The files hold nothing of
-    where or when the results were made: the same results give the same bytes."""
-    records = collect(paths)
+    from the result files ``paths`` (see :func:`result_paths`), each as ``adjust`` leaves
+    it (a late policy adds the raw score and why). The files hold nothing of where or when
+    the results were made: the same results give the same bytes."""
+    records = collect(paths, adjust)
     assignments = sorted({r["assignment"] for r in records if r["assignment"] in ASSIGNMENTS})
     document = {
         "schema": SCHEMA,
@@ -311,10 +325,16 @@ def write_gradebook(out: Path, paths: list[Path]) -> list[dict[str, Any]]:
     }
     buffer = io.StringIO()
     writer = csv.writer(buffer, quoting=csv.QUOTE_NONNUMERIC)
-    writer.writerow(["student", "assignment", "status", "score", "max_score", "error"])
+    late = adjust is not None
+    head = ["student", "assignment", "status", "score", "max_score", "error"]
+    writer.writerow(head + LATE_COLUMNS if late else head)
     for r in records:
         row = [r["student"], r["assignment"] or "", r["status"], r["score"], r["max_score"]]
-        writer.writerow([csv_cell(v) for v in [*row, r["error"] or ""]])
+        row.append(r["error"] or "")
+        if late:
+            why = r.get("late") or {}
+            row += [r.get("raw_score", r["score"]), why.get("status", ""), why.get("reason", "")]
+        writer.writerow([csv_cell(v) for v in row])
     write_atomic_files(
         {
             out / "grades.json": json.dumps(document, indent=1, sort_keys=True) + "\n",
@@ -347,6 +367,8 @@ def read_gradebook(out: Path) -> dict[str, Any]:
             raise KitError(f"{path}: assignment {one_line(str(slug))!r} is malformed.")
     for line, record in enumerate(records, 1):
         problem = record_problem(record) if isinstance(record, dict) else "not an object"
+        if problem is None and "late" in record:
+            problem = late_problem(record)
         if (
             problem is None
             and record["status"] == "graded"
@@ -359,6 +381,20 @@ def read_gradebook(out: Path) -> dict[str, Any]:
                 "Rebuild the gradebook: run attnkit grade (or merge) again.",
             )
     return document
+
+
+def late_problem(record: dict[str, Any]) -> str | None:
+    """What is wrong with a row's late-policy fields (see :mod:`.late`), or None."""
+    why = record["late"]
+    if not (
+        number(record.get("raw_score"))
+        and isinstance(why, dict)
+        and all(isinstance(why.get(k), str) for k in ("status", "reason"))
+        and number(why.get("days_late"))
+        and number(why.get("penalty_percent"))
+    ):
+        return "its late-policy fields are malformed"
+    return None
 
 
 def summary_table(records: list[dict[str, Any]]) -> str:

@@ -28,6 +28,7 @@ from attnkit import __version__
 from attnkit.errors import KitError
 
 from .discovery import Submission
+from .late import HandIn, PolicyError, hand_in_of, policy_from_dict, policy_option
 from .results import result_path, sha256_file, write_atomic
 from .shards import Shard
 
@@ -43,18 +44,21 @@ def submission_id(submission: Submission) -> str:
 
 @dataclass(frozen=True)
 class Member:
-    """One submission of the class: its id, its result file under OUT, its file's digest."""
+    """One submission of the class: its id, its result file under OUT, its file's digest,
+    and when its platform says it was handed in (what the late policy reads)."""
 
     id: str
     result: str
     sha256: str
+    handed_in: HandIn = field(default_factory=HandIn)
 
 
-def member(submission: Submission) -> Member:
+def member(submission: Submission, root: Path) -> Member:
     return Member(
         id=submission_id(submission),
         result=result_path(Path(), submission).as_posix(),
         sha256=submission.sha256 or sha256_file(submission.path),
+        handed_in=hand_in_of(submission, root),
     )
 
 
@@ -133,6 +137,7 @@ OPTIONS: dict[str, tuple[type, ...]] = {
     "no_sandbox": (bool,),
     "sandbox_user": (str, type(None)),
     "gradebook": (str, type(None)),
+    "late_policy": (dict, type(None)),
 }
 """The grade options that decide a result or where it goes, and the types they may have:
 what regrade passes again, and all that it accepts from a class.json."""
@@ -156,6 +161,11 @@ def option_problem(options: dict[str, Any]) -> str | None:
     for name, (low, high) in LIMITS.items():
         if not (math.isfinite(options[name]) and low <= options[name] <= high):
             return f"{name} is {options[name]!r}, not between {low:g} and {high:g}"
+    if options["late_policy"] is not None:
+        try:
+            policy_from_dict(options["late_policy"])
+        except PolicyError as exc:
+            return f"the late policy is not usable: {exc.why}"
     return None
 
 
@@ -174,7 +184,10 @@ def stamp(hidden_tests: str, options: dict[str, Any]) -> str:
 
 
 def options_of(args: Any) -> dict[str, Any]:
-    values = {name: getattr(args, name) for name in OPTIONS}
+    """The grade options of parsed ``args``; ``--late-policy`` is read into the policy itself
+    (a KitError naming the file and line when it cannot be)."""
+    values = {name: getattr(args, name, None) for name in OPTIONS}
+    values["late_policy"] = policy_option(values["late_policy"])
     if values["gradebook"] is not None:
         values["gradebook"] = os.path.abspath(values["gradebook"])
     return values
@@ -182,7 +195,8 @@ def options_of(args: Any) -> dict[str, Any]:
 
 def of_run(args: Any, submissions: list[Submission], shard: Shard | None) -> ClassManifest:
     """The class.json of a grading run: ``args`` are ``attnkit grade``'s parsed options."""
-    members = sorted((member(s) for s in submissions), key=lambda m: m.id)
+    root = Path(absolute(args.submissions))
+    members = sorted((member(s, root) for s in submissions), key=lambda m: m.id)
     return ClassManifest(
         submissions=absolute(args.submissions),
         assignment=args.assignment,
@@ -252,12 +266,21 @@ def read_members(value: Any, path: Path) -> tuple[Member, ...]:
             or (".." in result.parts or result.suffix != ".json")
         ):
             raise refused(path, f"member result {fields[1]!r} is outside results/")
-        members.append(Member(*fields))
+        members.append(Member(*fields, handed_in=read_hand_in(entry.get("handed_in"), path)))
     if len({m.id for m in members}) != len(members) or len({m.result for m in members}) != len(
         members
     ):
         raise refused(path, "a member is listed twice")
     return tuple(members)
+
+
+def read_hand_in(value: Any, path: Path) -> HandIn:
+    if value is None:
+        return HandIn()
+    if not isinstance(value, dict) or not isinstance(value.get("late_mark", False), bool):
+        raise refused(path, "a member's handed_in is malformed")
+    at, source, problem = (text(value.get(k, ""), path, k) for k in ("at", "source", "problem"))
+    return HandIn(at, source, value.get("late_mark", False), problem)
 
 
 def read_shard(value: Any, path: Path) -> Shard | None:
@@ -274,6 +297,8 @@ def read_shard(value: Any, path: Path) -> Shard | None:
 
 
 def read_options(value: Any, path: Path) -> dict[str, Any]:
+    if isinstance(value, dict):
+        value = {"late_policy": None, **value}  # a class file written before late policies
     if not isinstance(value, dict) or set(value) != set(OPTIONS):
         raise refused(path, f"options are not exactly {', '.join(OPTIONS)}")
     problem = option_problem(value)

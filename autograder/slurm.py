@@ -28,7 +28,7 @@ from typing import Any
 
 from attnkit.errors import KitError
 
-from . import results, shards
+from . import late, results, shards
 
 SAFE_PATH = re.compile(r"[A-Za-z0-9_./+-]+", re.ASCII)
 """What a path in a ``#SBATCH`` line may hold. sbatch reads those lines without a shell:
@@ -61,6 +61,9 @@ def add_parser(commands: Any) -> None:
     slurm.add_argument("--mem", default=None, help="memory per task, e.g. 8G (default: 2G a core)")
     slurm.add_argument("--assignment", help="grade every file as this assignment")
     slurm.add_argument("--feedback", action="store_true", help="also write feedback reports")
+    slurm.add_argument(
+        "--late-policy", type=Path, metavar="POLICY.toml", help="apply this late policy"
+    )
     slurm.add_argument(
         "--regrade",
         action="store_true",
@@ -108,6 +111,9 @@ def commands_for(args: argparse.Namespace, out: Path) -> tuple[list[str], list[s
         grade += ["--assignment", args.assignment]
     if args.feedback:
         grade.append("--feedback")
+    if args.late_policy is not None:
+        late.read_policy(args.late_policy)  # a bad policy is named now, not on the cluster
+        grade += ["--late-policy", os.path.abspath(args.late_policy)]
     return grade, [*kit, "merge", str(out)]
 
 

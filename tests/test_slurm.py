@@ -143,7 +143,7 @@ def test_four_slurm_shards_one_killed_and_resubmitted_merge_into_the_one_machine
 
     members = run_manifest.read(folder).members
     mine = [m for m in members if shards.shard_of(m.id, SHARDS) == index]
-    assert not (folder / run_manifest.member(victim).result).exists()
+    assert not (folder / run_manifest.member(victim, subs).result).exists()
     assert len(list((folder / "results").glob("*/*.json"))) < len(mine)
     merge_log = (cluster / "logs" / "merge.out").read_text()
     assert "no gradebook was written" in merge_log, merge_log
