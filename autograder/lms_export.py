@@ -64,6 +64,14 @@ def add_parser(commands: Any) -> None:
         default="blank",
         help="what a roster student with no graded submission gets (default: blank)",
     )
+    export.add_argument(
+        "--leave-out",
+        action="append",
+        default=[],
+        metavar="STUDENT",
+        help="a student id of the gradebook to leave out of the export on purpose (one not on "
+        "the roster: a visitor, a withdrawn student); repeat for more. It is listed",
+    )
     export.set_defaults(handler=run)
 
 
@@ -256,9 +264,12 @@ def table(
     return rows
 
 
-def export(out: Path, kind: str, roster: Path, missing: str) -> Path:
+def export(
+    out: Path, kind: str, roster: Path, missing: str, leave_out: tuple[str, ...] = ()
+) -> Path:
     grades = read_gradebook(out)
     students = read_roster(roster)
+    grades = {**grades, "submissions": chosen(grades["submissions"], leave_out)}
     matched = match(students, grades["submissions"], sorted(grades["assignments"]))
     if matched.unmatched:
         raise KitError(
@@ -279,6 +290,21 @@ def export(out: Path, kind: str, roster: Path, missing: str) -> Path:
         files[out / f"export-{kind}-late.csv"] = late_table(students, grades, matched)
     write_atomic_files(files)
     return target
+
+
+def chosen(records: list[dict[str, Any]], leave_out: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The gradebook's rows less those of the students the instructor left out by their
+    exact id, each listed; an id that names no row is refused (a typo leaves nobody out)."""
+    ids = {str(r.get("student")) for r in records}
+    unknown = sorted(set(leave_out) - ids)
+    if unknown:
+        raise KitError(
+            f"--leave-out names no student of the gradebook: {one_line(', '.join(unknown))}.",
+            "Give the student ids exactly as grades.json has them.",
+        )
+    for student in sorted(set(leave_out)):
+        print(f"left out on purpose: {one_line(student)}")
+    return [r for r in records if str(r.get("student")) not in leave_out]
 
 
 LATE_HEADER = ["Roster id", "Email", "Student", "Assignment", "Raw score", "Score", "Late",
@@ -306,6 +332,6 @@ def late_table(students: list[Student], grades: dict[str, Any], matched: Matched
 
 
 def run(args: argparse.Namespace) -> int:
-    target = export(args.out, args.format, args.roster, args.missing)
+    target = export(args.out, args.format, args.roster, args.missing, tuple(args.leave_out))
     print(f"wrote {target}: import it into {args.format.split('-')[0].title()}")
     return 0

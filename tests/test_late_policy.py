@@ -97,9 +97,10 @@ def test_a_penalty_of_the_score_and_the_cases_with_no_time(policy) -> None:
     nothing = late.decide(policy, late.HandIn(), graded("ada", 14))
     assert (nothing["score"], nothing["late"]["status"]) == (14, "no time recorded")
     other = {**graded("ada", 14), "assignment": "03_causal_attention"}
-    assert late.decide(policy, late.HandIn("2030-01-01T00:00:00+00:00", "x"), other)["late"][
-        "status"
-    ] == "no deadline"
+    assert (
+        late.decide(policy, late.HandIn("2030-01-01T00:00:00+00:00", "x"), other)["late"]["status"]
+        == "no deadline"
+    )
     error = {**graded("ada", 0), "status": "error"}
     assert late.decide(policy, late.HandIn("2030-01-01T00:00:00+00:00", "x"), error) == error
 
@@ -245,7 +246,9 @@ def test_the_gradebook_and_the_exports_keep_both_scores(tmp_path, policy) -> Non
     assert table[0][-3:] == ["raw_score", "late", "late_reason"]
     assert table[1][3] == "11.2" and table[1][-3:-1] == ["14.0", "late"]
     roster = tmp_path / "roster.csv"
-    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\nAda,1,S1,ada,A\nBen,2,S2,ben,A\n")
+    roster.write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section\nAda,1,S1,ada,A\nBen,2,S2,ben,A\n"
+    )
     lms_export.export(out, "canvas", roster, "blank")
     canvas = list(csv.reader((out / "export-canvas.csv").open(newline="")))
     assert canvas[2][-1] == "11.2" and canvas[3][-1] == "10"
