@@ -66,6 +66,12 @@ def add_parser(commands: Any) -> None:
     )
     add_isolation_options(grade)
     add_shard_options(grade)
+    add_class_options(grade)
+    grade.set_defaults(handler=run, publish=True)
+
+
+def add_class_options(grade: argparse.ArgumentParser) -> None:
+    """What a run writes besides the grades: feedback, nbgrader's gradebook, late policy."""
     grade.add_argument(
         "--feedback",
         action="store_true",
@@ -85,7 +91,6 @@ def add_parser(commands: Any) -> None:
         help="apply this late policy (deadlines, extensions, a penalty per day): grades.json "
         "keeps the raw and the final score, and why",
     )
-    grade.set_defaults(handler=run, publish=True)
 
 
 def add_isolation_options(grade: argparse.ArgumentParser) -> None:

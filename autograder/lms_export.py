@@ -102,6 +102,28 @@ def key(text: str) -> str:
     return text.lower()
 
 
+def roster_rows(path: Path, data: bytes) -> list[list[str]]:
+    """The roster file's CSV rows, or a refusal naming the line that is not CSV text."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise refuse(path, f"line {line} is not UTF-8 text") from None
+    if "\0" in text:
+        raise refuse(path, f"line {text[: text.index(chr(0))].count(chr(10)) + 1} holds a NUL byte")
+    rows: list[list[str]] = []
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        for row in reader:
+            if len(row) > MAX_COLUMNS or len(rows) >= MAX_ROWS:
+                why = f"over {MAX_COLUMNS} columns or {MAX_ROWS} rows"
+                raise refuse(path, f"line {reader.line_num}: {why}")
+            rows.append(row)
+    except csv.Error as exc:
+        raise refuse(path, f"line {reader.line_num} is not CSV: {exc}") from None
+    return rows
+
+
 def read_roster(path: Path) -> list[Student]:
     """The roster's students, or one KitError that says what is wrong with the file."""
     if not path.is_file():
@@ -113,23 +135,7 @@ def read_roster(path: Path) -> list[Student]:
         raise refuse(path, exc.strerror or str(exc)) from None
     if len(data) > MAX_ROSTER_BYTES:
         raise refuse(path, "over 16 MiB")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise refuse(path, f"line {line} is not UTF-8 text") from None
-    if "\0" in text:
-        raise refuse(path, f"line {text[: text.index(chr(0))].count(chr(10)) + 1} holds a NUL byte")
-    rows = []
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        for row in reader:
-            if len(row) > MAX_COLUMNS or len(rows) >= MAX_ROWS:
-                why = f"over {MAX_COLUMNS} columns or {MAX_ROWS} rows"
-                raise refuse(path, f"line {reader.line_num}: {why}")
-            rows.append(row)
-    except csv.Error as exc:
-        raise refuse(path, f"line {reader.line_num} is not CSV: {exc}") from None
+    rows = roster_rows(path, data)
     if not rows:
         raise refuse(path, "empty")
     header = [h.strip() for h in rows[0]]
