@@ -333,7 +333,10 @@ def report_late(manifest: run_manifest.ClassManifest, records: list[dict[str, An
         print(f"note: the late policy extends {one_line(student)!r}, who handed nothing in")
     unreadable = [r for r in records if r.get("late", {}).get("status") == "unreadable time"]
     for record in unreadable:
-        print(f"LATE POLICY: {one_line(record['late']['reason'])}", file=sys.stderr)
+        who = f"{record['student']} ({record['assignment']})"
+        print(
+            f"LATE POLICY: {one_line(who)}: {one_line(record['late']['reason'])}", file=sys.stderr
+        )
     if unreadable:
         print(
             "Fix those files (or grant the students an extension) and run the same command "
