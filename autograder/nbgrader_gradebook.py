@@ -70,6 +70,6 @@ def push_grades(course: Path, records: list[dict[str, Any]]) -> list[str]:
                 # nbgrader's own field for it: `nbgrader export` then shows raw_score,
                 # late_submission_penalty and score as the kit's gradebook does.
                 notebook = gradebook.find_submission_notebook(slug, slug, student)
-                notebook.late_submission_penalty = record["raw_score"] - record["score"]
+                notebook.late_submission_penalty = round(record["raw_score"] - record["score"], 4)
             gradebook.db.commit()
     return notes
