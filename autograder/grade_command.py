@@ -12,7 +12,7 @@ from typing import Any
 from attnkit.errors import KitError
 from attnkit.terminal import one_line, raw
 
-from . import discovery, results, run_manifest, shards
+from . import discovery, per_student, results, run_manifest, shards
 from .discovery import Submission
 from .pipeline import GradeSettings
 from .shards import Shard
@@ -66,6 +66,7 @@ def add_parser(commands: Any) -> None:
     )
     add_isolation_options(grade)
     add_shard_options(grade)
+    per_student.add_options(grade)
     grade.add_argument(
         "--feedback",
         action="store_true",
@@ -143,8 +144,10 @@ def find_submissions(args: argparse.Namespace) -> list[Submission]:
 
 
 def settings_of(args: argparse.Namespace) -> GradeSettings:
+    secret = per_student.resolve(args)
     options = run_manifest.options_of(args)
     return GradeSettings(
+        course_secret=secret,
         stamp=run_manifest.stamp(run_manifest.hidden_tests_fingerprint(), options),
         call_timeout=args.timeout,
         budget=args.budget,
@@ -250,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
     from attnkit_data.verdict import locate_verdict
 
     shard = choose_shard(args)
+    per_student.resolve(args)
     problem = run_manifest.option_problem(run_manifest.options_of(args))
     if problem is not None:
         raise KitError(
