@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import json
 import os
+import pickle
 import stat
 import subprocess
 import sys
@@ -145,6 +146,51 @@ def test_the_reference_forgets_a_students_answers_after_their_tests() -> None:
     for student in ("ann", "bob", "cy"):
         requests_of(slug, student)
         assert reference.remembered() == shared
+
+
+class InProcess(LocalImplementation):
+    """The reference, standing in for a submission's sandbox (nothing to start or reset)."""
+
+    def __init__(self, namespace: dict) -> None:
+        super().__init__(namespace)
+        self.cell_failures, self.notes, self.spawned = {}, [], 0
+        self.sandbox, self.cell_seconds, self.shared_cells = {}, {}, []
+
+    def prepare(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def redefined_at(self) -> set[str]:
+        return set()
+
+
+def test_the_pipeline_salts_each_submissions_hidden_tests_and_only_those(monkeypatch) -> None:
+    from attnkit_autograder import pipeline
+    from attnkit_autograder.discovery import Submission
+    from attnkit_autograder.suite_support import current_salt
+
+    slug, seen = "01_numpy_attention", []
+
+    def run_suite_noting_the_salt(*args: Any, **kwargs: Any) -> Any:
+        seen.append(current_salt())
+        return run_suite(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "run_suite", run_suite_noting_the_salt)
+    monkeypatch.setattr(pipeline, "open_sandbox", lambda g: InProcess(reference_namespace(slug)))
+    # The settings reach each grader process pickled (forkserver): the secret goes along.
+    settings = pickle.loads(pickle.dumps(pipeline.GradeSettings(course_secret=SECRET)))
+    for student in ("ann", "bob"):
+        grading = pipeline.Grading(Submission(student, slug, Path("x.ipynb")), settings)
+        pipeline.run_in_sandbox(grading)
+        assert {v.status for v in grading.verdicts} == {PASSED}
+        assert current_salt() is None
+    assert seen == [SECRET.salt(slug, "ann"), SECRET.salt(slug, "bob")]
+    grading = pipeline.Grading(Submission("ann", slug, Path("x.ipynb")), pipeline.GradeSettings())
+    pipeline.run_in_sandbox(grading)
+    assert seen[-1] is None
+    assert "a course secret" not in repr(settings)
 
 
 # -- (3) a correct implementation passes under any salt ----------------------------------------
