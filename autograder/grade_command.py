@@ -64,9 +64,8 @@ def add_parser(commands: Any) -> None:
         default=30.0,
         help="seconds one notebook cell may run before it is stopped (default 30)",
     )
-    add_isolation_options(grade)
-    add_shard_options(grade)
-    per_student.add_options(grade)
+    for add_options in (add_isolation_options, add_shard_options, per_student.add_options):
+        add_options(grade)
     grade.add_argument(
         "--feedback",
         action="store_true",
@@ -186,8 +185,10 @@ def choose_isolation(args: argparse.Namespace, settings: GradeSettings) -> None:
         if not args.out.exists():
             args.out.mkdir(mode=0o700, parents=True)
         # Without namespaces, file permissions alone keep the references, the other
-        # students' files and OUT from a submission: refuse to start unless they do.
-        sandbox_user.check_sandbox_user(args.sandbox_user, (args.submissions, args.out))
+        # students' files, OUT and the course secret from a submission: refuse to start
+        # unless they do.
+        secret = [args.course_secret] if getattr(args, "course_secret", None) else []
+        sandbox_user.check_sandbox_user(args.sandbox_user, (args.submissions, args.out, *secret))
         print(f"sandbox: {sandbox.level_of(settings.sandbox_settings())}")
     else:
         level = sandbox.check_sandbox(sandbox.SandboxSettings())

@@ -206,6 +206,19 @@ def test_a_correct_implementation_passes_under_any_salt(salt: int) -> None:
         assert [v.check for v in verdicts if v.status != PASSED] == []
 
 
+@settings(max_examples=2, deadline=None)
+@given(salt=st.integers(0, 2**64 - 1))
+def test_every_wrong_variant_fails_under_any_salt(salt: int) -> None:
+    # The mutation test's wrong variants of lesson 3 (swapped axes, off-by-one masks,
+    # dropped scaling, ...): each must fail for every student, not only on the usual inputs.
+    from attnkit_autograder.mutation import score_lesson
+
+    reference = reference_implementation("03_causal_attention")
+    with salted(salt), reference.one_submission():
+        score = score_lesson("03_causal_attention")
+    assert score.generated > 50 and score.survived == []
+
+
 # -- (4) answers memorised for one student fail for another ------------------------------------
 
 
