@@ -6,6 +6,7 @@ another; and the secret is refused when unusable and never written anywhere."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import hmac
 import json
@@ -27,7 +28,15 @@ from attnkit.cli import run as attnkit_run
 from attnkit.implementation import LocalImplementation
 from attnkit.outcome import PASSED
 from attnkit.student_process.wire import encode
-from attnkit_autograder import gradescope, per_student, results, run_manifest, slurm
+from attnkit_autograder import (
+    grade_command,
+    gradescope,
+    per_student,
+    regrade,
+    results,
+    run_manifest,
+    slurm,
+)
 from attnkit_autograder.harness import Subject, hidden_tests, reference_implementation, run_suite
 from attnkit_autograder.per_student import CourseSecret, CourseSecretError, inputs_of
 from attnkit_autograder.suite_support import input_seed, randn, rng, salted
@@ -367,6 +376,21 @@ def test_a_regrade_needs_the_secret_again(tmp_path, monkeypatch, capsys) -> None
     assert attnkit_run(["regrade", str(out)]) == 2
     err = capsys.readouterr().err
     assert "--seed-per-student" in err and "--course-secret FILE" in err
+    # Given again, the same secret grades exactly as the first grading did (same stamp);
+    # another one is said, and its results are not current.
+    same, other = secret_file(tmp_path, "a course secret of 32 characters"), tmp_path / "other"
+    other.write_text("another secret, also 32 chars..."), other.chmod(0o600)
+    for path, note in ((same, False), (other, True)):
+        args = argparse.Namespace(
+            out=out, jobs=1, shard=None, shards=None, no_sandbox=False, sandbox_user=None,
+            course_secret=path,
+        )  # fmt: skip
+        grading = regrade.grade_arguments(manifest, out / "regrade", args)
+        settings = grade_command.settings_of(grading)
+        assert settings.course_secret.digest == CourseSecret(path.read_bytes().strip()).digest
+        first = run_manifest.stamp(run_manifest.hidden_tests_fingerprint(), manifest.options)
+        assert (settings.stamp == first) is not note
+        assert ("not the one the class was graded with" in capsys.readouterr().err) is note
     # A class.json from before the option reads as graded without it.
     document = json.loads((out / run_manifest.NAME).read_text())
     del document["options"]["seed_per_student"]
@@ -404,8 +428,6 @@ def test_the_sbatch_scripts_pass_the_secrets_file_never_the_secret(tmp_path) -> 
 
 
 def slurm_args(out: Path, regrade: bool) -> Any:
-    import argparse
-
     return argparse.Namespace(
         regrade=regrade, submissions=None, out=out, shards=2, assignment=None, feedback=False,
         seed_per_student=False, course_secret=None,
@@ -429,6 +451,33 @@ def test_the_gradescope_zip_grades_with_the_students_gradescope_id(tmp_path) -> 
     (tmp_path / "submission_metadata.json").write_text(json.dumps({"users": []}))
     with pytest.raises(gradescope.GraderFault):
         gradescope.gradescope_student(tmp_path)
+
+
+def test_run_autograder_grades_as_the_gradescope_user(tmp_path, monkeypatch) -> None:
+    from attnkit_autograder import pipeline
+
+    graded = []
+
+    def grade_safely(submission: Any, settings: Any) -> dict:
+        graded.append((submission.student, settings.course_secret))
+        return {"status": "graded", "score": 1.0, "tests": []}
+
+    monkeypatch.setattr(pipeline, "grade_safely", grade_safely)
+    monkeypatch.setattr(gradescope, "sandbox_for_gradescope", pipeline.GradeSettings)
+    (tmp_path / "source").mkdir()
+    secret = secret_file(tmp_path / "source", VALUE)
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "submission" / "02_self_attention.ipynb").write_text("{}")
+    metadata = {"users": [{"id": 9431}]}
+    (tmp_path / "submission_metadata.json").write_text(json.dumps(metadata))
+    gradescope.grade_for_gradescope(tmp_path, "02_self_attention", "hidden", per_student=True)
+    gradescope.grade_for_gradescope(tmp_path, "02_self_attention", "hidden")
+    (student, used), (plain, none) = graded
+    assert student == "9431" and used.digest == CourseSecret(VALUE.encode()).digest
+    assert plain == "submission" and none is None
+    secret.chmod(0o644)  # setup.sh makes it 600; a copy every user can read is not used
+    with pytest.raises(gradescope.GraderFault, match="readable by every user"):
+        gradescope.grade_for_gradescope(tmp_path, "02_self_attention", "hidden", True)
 
 
 # -- (7) one real grading run: the secret is nowhere in OUT ------------------------------------
