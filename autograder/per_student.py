@@ -8,8 +8,9 @@ Each submission's hidden tests draw their random inputs from a salt of its own (
 where the student id is the one discovery gave the submission (its folder or file name,
 or the LMS's id), never anything written inside the file. The course secret comes from
 ``--course-secret FILE`` or the environment variable ``ATTNKIT_COURSE_SECRET``. It is never
-written anywhere: class.json and every result record only a short digest of it, so results
-graded with another secret are not current and are graded again.
+written anywhere: class.json records a short digest of it, and every result's stamp
+includes that digest, so results graded with another secret are not current and are
+graded again.
 """
 
 from __future__ import annotations
@@ -32,8 +33,7 @@ MIN_SECRET_BYTES = 16
 """A shorter secret could be guessed from one student's own inputs (which their code
 sees), and every other student's inputs computed from it."""
 MAKE_ONE = (
-    "Make one with: python3 -c 'import secrets; print(secrets.token_hex(32))' > FILE; "
-    "chmod 600 FILE"
+    "Make one with: (umask 077; python3 -c 'import secrets; print(secrets.token_hex(32))' > FILE)"
 )
 
 
@@ -44,7 +44,7 @@ class CourseSecretError(KitError):
 
 
 class CourseSecret:
-    """The course secret, which prints and compares as its digest only."""
+    """The course secret, which prints as its digest only."""
 
     def __init__(self, value: bytes) -> None:
         self._value = value
