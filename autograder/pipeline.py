@@ -222,6 +222,8 @@ def run_in_sandbox(grading: Grading) -> None:
     }
     if impl.shared_cells:
         grading.run["shared_cells"] = {"cells": impl.shared_cells, "why": SHARED_WHY}
+    if grading.settings.course_secret is not None:  # the secret's digest, never the secret
+        grading.run["per_student_inputs"] = grading.settings.course_secret.digest
 
 
 def refuse_grader_faults(grading: Grading) -> None:

@@ -195,10 +195,11 @@ def test_the_pipeline_salts_each_submissions_hidden_tests_and_only_those(monkeyp
         pipeline.run_in_sandbox(grading)
         assert {v.status for v in grading.verdicts} == {PASSED}
         assert current_salt() is None
+        assert grading.run["per_student_inputs"] == SECRET.digest
     assert seen == [SECRET.salt(slug, "ann"), SECRET.salt(slug, "bob")]
     grading = pipeline.Grading(Submission("ann", slug, Path("x.ipynb")), pipeline.GradeSettings())
     pipeline.run_in_sandbox(grading)
-    assert seen[-1] is None
+    assert seen[-1] is None and "per_student_inputs" not in grading.run
     assert "a course secret" not in repr(settings)
 
 
@@ -504,6 +505,8 @@ def test_a_real_grading_run_writes_only_the_secrets_digest(tmp_path) -> None:
     assert run_manifest.read(out).options["seed_per_student"] == digest
     grades = json.loads((out / "grades.json").read_text())
     assert [r["score"] == r["max_score"] > 0 for r in grades["submissions"]] == [True, True]
+    records = [json.loads(p.read_text()) for p in (out / "results").rglob("*.json")]
+    assert [r["run"]["per_student_inputs"] for r in records] == [digest, digest]
     forms = {VALUE.encode(), VALUE.encode().hex().encode(), VALUE[:24].encode()}
     written = [p for p in out.rglob("*") if p.is_file()]
     assert len(written) > 5
