@@ -263,7 +263,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"attnkit {args.command}: {err.message}", file=sys.stderr)
         if err.hint:
             print(err.hint, file=sys.stderr)
-        return 1
+        return err.exit_code
     except KeyboardInterrupt:
         print(f"attnkit {args.command}: interrupted", file=sys.stderr)
         return 130

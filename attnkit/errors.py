@@ -10,6 +10,9 @@ class KitError(Exception):
     Anything that is *not* a KitError is a bug in the kit and keeps its traceback.
     """
 
+    exit_code = 1
+    """The command's exit status (2 for a command line that cannot be used as given)."""
+
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message

@@ -18,7 +18,7 @@ from typing import Any
 
 from attnkit.errors import KitError
 
-from . import class_report, grade_command, lms_export, merge, regrade, slurm
+from . import class_report, grade_command, lms_export, merge, per_student, regrade, slurm
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 """The kit's checkout (a clone holds assignments/, README.md and pyproject.toml here)."""
@@ -62,8 +62,17 @@ def cmd_gradescope(args: argparse.Namespace) -> int:
         slug = get_assignment(args.assignment).slug
     except KeyError as exc:
         raise KitError(exc.args[0]) from None
+    secret = None
+    if args.seed_per_student or args.course_secret is not None:
+        if not (args.seed_per_student and args.course_secret is not None):
+            raise per_student.CourseSecretError(
+                "--seed-per-student on Gradescope needs --course-secret FILE (the zip "
+                "carries a copy of the secret, readable by root only).",
+                "Pass both, or neither.",
+            )
+        secret = per_student.from_file(args.course_secret)
     kit_root = KIT_ROOT
-    path = gradescope.build_zip(args.zip, slug, args.visibility, kit_root, args.late_policy)
+    path = gradescope.build_zip(args.zip, slug, args.visibility, kit_root, secret, args.late_policy)
     gradescope.verify_scripts_parse(path)
     print(f"wrote {path}: upload it as the autograder of {slug} on Gradescope")
     return 0
@@ -164,6 +173,7 @@ def add_gradescope(commands: Any) -> None:
         choices=["hidden", "after_due_date", "after_published", "visible"],
         help="when students see the hidden tests' results (default: after_published)",
     )
+    per_student.add_options(gradescope, environment=False)
     gradescope.add_argument(
         "--late-policy",
         type=Path,

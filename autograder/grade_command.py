@@ -12,7 +12,7 @@ from typing import Any
 from attnkit.errors import KitError
 from attnkit.terminal import one_line, raw
 
-from . import discovery, late, results, run_manifest, shards
+from . import discovery, late, per_student, results, run_manifest, shards
 from .discovery import Submission
 from .pipeline import GradeSettings
 from .shards import Shard
@@ -64,9 +64,13 @@ def add_parser(commands: Any) -> None:
         default=30.0,
         help="seconds one notebook cell may run before it is stopped (default 30)",
     )
-    add_isolation_options(grade)
-    add_shard_options(grade)
-    add_class_options(grade)
+    for add_options in (
+        add_isolation_options,
+        add_shard_options,
+        per_student.add_options,
+        add_class_options,
+    ):
+        add_options(grade)
     grade.set_defaults(handler=run, publish=True)
 
 
@@ -155,8 +159,10 @@ def find_submissions(args: argparse.Namespace) -> list[Submission]:
 
 
 def settings_of(args: argparse.Namespace) -> GradeSettings:
+    secret = per_student.resolve(args)
     options = run_manifest.options_of(args)
     return GradeSettings(
+        course_secret=secret,
         stamp=run_manifest.stamp(run_manifest.hidden_tests_fingerprint(), options),
         call_timeout=args.timeout,
         budget=args.budget,
@@ -195,8 +201,10 @@ def choose_isolation(args: argparse.Namespace, settings: GradeSettings) -> None:
         if not args.out.exists():
             args.out.mkdir(mode=0o700, parents=True)
         # Without namespaces, file permissions alone keep the references, the other
-        # students' files and OUT from a submission: refuse to start unless they do.
-        sandbox_user.check_sandbox_user(args.sandbox_user, (args.submissions, args.out))
+        # students' files, OUT and the course secret from a submission: refuse to start
+        # unless they do.
+        secret = [args.course_secret] if getattr(args, "course_secret", None) else []
+        sandbox_user.check_sandbox_user(args.sandbox_user, (args.submissions, args.out, *secret))
         print(f"sandbox: {sandbox.level_of(settings.sandbox_settings())}")
     else:
         level = sandbox.check_sandbox(sandbox.SandboxSettings())
@@ -266,6 +274,7 @@ def run(args: argparse.Namespace) -> int:
     from attnkit_data.verdict import locate_verdict
 
     shard = choose_shard(args)
+    per_student.resolve(args)
     problem = run_manifest.option_problem(run_manifest.options_of(args))
     if problem is not None:
         raise KitError(

@@ -16,6 +16,11 @@ source beside them (so ``/autograder/source`` holds ``pyproject.toml``):
 
 Every graded cell becomes one Gradescope test, shown ``after_published`` by default.
 
+With ``--seed-per-student --course-secret FILE`` the zip carries a copy of the course secret
+(``course-secret``, readable by root only, like the references beside it) and
+``run_autograder`` grades with per-student inputs, the student being the ids Gradescope
+gives in ``/autograder/submission_metadata.json`` (``users[].id``; a group's ids together).
+
 ``$ATTNKIT_AUTOGRADER_ROOT`` moves ``/autograder`` (both scripts), so the kit's test can
 run them in a temporary folder; ``$ATTNKIT_SETUP_OFFLINE_SITE`` (a site-packages folder
 that already holds the dependencies) and ``$ATTNKIT_SETUP_PYTHON`` make ``setup.sh`` skip
@@ -99,6 +104,7 @@ if ! id attnkit-student >/dev/null 2>&1; then
     || echo "setup.sh: could not create the user attnkit-student" >&2
 fi
 chmod 700 "$SOURCE"
+if [ -e "$SOURCE/course-secret" ]; then chmod 600 "$SOURCE/course-secret"; fi
 SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 for hidden in "$SITE"/attnkit_autograder "$SITE"/attnkit_solutions; do
   if [ -e "$hidden" ]; then chmod -R go-rwx "$hidden"; fi
@@ -114,23 +120,28 @@ AUTOGRADER="${{ATTNKIT_AUTOGRADER_ROOT:-/autograder}}"
 export ATTNKIT_DATA_DIR="$AUTOGRADER/source/data"
 export ATTNKIT_VERDICT="$AUTOGRADER/lesson-data/the-verdict.txt"
 exec "$AUTOGRADER/venv/bin/python" -m attnkit_autograder.gradescope \\
-    --root "$AUTOGRADER" --assignment {assignment} --visibility {visibility}{late}
+    --root "$AUTOGRADER" --assignment {assignment} --visibility {visibility}{options}
 """
+SECRET_NAME = "course-secret"
 LATE_POLICY = "late-policy.toml"
 """The late policy's name in the zip (and in ``/autograder/source``), when one is given."""
 
 
 def build_zip(
-    target: Path, assignment: str, visibility: str, kit_root: Path, policy: Path | None = None
+    target: Path,
+    assignment: str,
+    visibility: str,
+    kit_root: Path,
+    secret: bytes | None = None,
+    policy: Path | None = None,
 ) -> Path:
     """Write the autograder zip for one assignment; its root is Gradescope's source folder.
-    With a late ``policy`` (checked now), the zip holds it and run_autograder applies it."""
+    With ``secret`` (the course secret), it grades with per-student inputs; with a late
+    ``policy`` (checked now), the zip holds it and run_autograder applies it."""
     from . import late
 
     if policy is not None:
         late.read_policy(policy)
-    flag = f' \\\n    --late-policy "$AUTOGRADER/source/{LATE_POLICY}"' if policy else ""
-    script = RUN_AUTOGRADER.format(assignment=assignment, visibility=visibility, late=flag)
     if not (kit_root / "solutions").is_dir() or not (kit_root / "autograder").is_dir():
         raise KitError(
             f"{kit_root} does not hold the kit's source (solutions/ and autograder/).",
@@ -138,14 +149,19 @@ def build_zip(
             "(installed with pip install -e .).",
         )
     target.parent.mkdir(parents=True, exist_ok=True)
+    options = "" if secret is None else " --seed-per-student"
+    if policy is not None:
+        options += f' \\\n    --late-policy "$AUTOGRADER/source/{LATE_POLICY}"'
+    run = RUN_AUTOGRADER.format(assignment=assignment, visibility=visibility, options=options)
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, text in (
-            ("setup.sh", SETUP_SH),
-            ("run_autograder", script),
-        ):
+        for name, text in (("setup.sh", SETUP_SH), ("run_autograder", run)):
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o755 << 16
             archive.writestr(info, text)
+        if secret is not None:
+            info = zipfile.ZipInfo(SECRET_NAME)
+            info.external_attr = 0o600 << 16
+            archive.writestr(info, secret + b"\n")
         for part in KIT_PARTS:
             path = kit_root / part
             files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
@@ -237,12 +253,30 @@ def pick_notebooks(submission_dir: Path, slug: str) -> list[Path]:
     return notebooks
 
 
+def gradescope_student(root: Path) -> str:
+    """The student of this submission, as Gradescope names them: the ``id`` of each user in
+    ``submission_metadata.json`` (a group's ids, sorted, joined by commas)."""
+    path = root / "submission_metadata.json"
+    try:
+        users = json.loads(path.read_text(encoding="utf-8"))["users"]
+        ids = sorted(str(user["id"]) for user in users)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise GraderFault(f"{path} names no student ({type(exc).__name__})") from None
+    if not ids:
+        raise GraderFault(f"{path} names no student")
+    return ",".join(ids)
+
+
 def grade_for_gradescope(
-    root: Path, slug: str, visibility: str, policy: Any = None
+    root: Path, slug: str, visibility: str, per_student: bool = False, policy: Any = None
 ) -> dict[str, Any]:
-    """Grade ``root/submission`` and return Gradescope's results document, with the late
-    ``policy`` (a :class:`~attnkit_autograder.late.LatePolicy`) applied when there is one."""
+    """Grade ``root/submission`` and return Gradescope's results document; with
+    ``per_student``, on inputs of the student's own (see :mod:`.per_student`); with a late
+    ``policy`` (a :class:`~attnkit_autograder.late.LatePolicy`), applied to the score."""
+    from dataclasses import replace
+
     from .discovery import Submission
+    from .per_student import CourseSecret, CourseSecretError, from_file
     from .pipeline import grade_safely
 
     started = time.monotonic()
@@ -252,8 +286,14 @@ def grade_for_gradescope(
         results = to_results({"submissions": []}, visibility)
         results["output"] += f" Found: {names}."
         return results
-    settings = sandbox_for_gradescope()
-    record = grade_safely(Submission("submission", slug, notebooks[0]), settings)
+    settings, student = sandbox_for_gradescope(), "submission"
+    if per_student:
+        try:
+            secret = CourseSecret(from_file(root / "source" / SECRET_NAME))
+        except CourseSecretError as exc:
+            raise GraderFault(exc.message) from None
+        settings, student = replace(settings, course_secret=secret), gradescope_student(root)
+    record = grade_safely(Submission(student, slug, notebooks[0]), settings)
     if policy is not None:
         record = apply_late_policy(policy, record, root / "submission_metadata.json")
     results = to_results({"submissions": [record]}, visibility)
@@ -290,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path("/autograder"))
     parser.add_argument("--assignment", required=True)
     parser.add_argument("--visibility", default="after_published", choices=VISIBILITIES)
+    parser.add_argument("--seed-per-student", action="store_true")
     parser.add_argument("--late-policy", type=Path, default=None)
     args = parser.parse_args(argv)
     slug = get_assignment(args.assignment).slug
@@ -301,7 +342,9 @@ def main(argv: list[str] | None = None) -> int:
 
         policy = read_policy(args.late_policy)
     try:
-        results = grade_for_gradescope(args.root, slug, args.visibility, policy)
+        results = grade_for_gradescope(
+            args.root, slug, args.visibility, args.seed_per_student, policy
+        )
     except GraderFault as fault:
         print(f"the grader failed on this submission, so no score is recorded: {fault}")
         return 1

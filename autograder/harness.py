@@ -264,7 +264,8 @@ class CachedImplementation:
 
     Every submission is checked on the same inputs, so the reference's answers are
     computed once per grader process instead of once per submission. Failures are not
-    cached: they raise again.
+    cached: they raise again. Inside :meth:`one_submission` (inputs of one student's own),
+    new answers are kept only until the block ends, so memory stays flat over a class.
     """
 
     def __init__(self, inner: LocalImplementation) -> None:
@@ -272,12 +273,30 @@ class CachedImplementation:
         self.label = inner.label
         self.namespace = inner.namespace
         self._answers: dict[bytes, dict[str, Any]] = {}
+        self._scratch: dict[bytes, dict[str, Any]] | None = None
 
     def run(self, adapter: str, *, forbidden: tuple[str, ...] = (), **kwargs: Any) -> dict:
         key = hashlib.sha256(encode([adapter, list(forbidden), kwargs])).digest()
-        if key not in self._answers:
-            self._answers[key] = self.inner.run(adapter, forbidden=forbidden, **kwargs)
-        return self._answers[key]
+        if key in self._answers:
+            return self._answers[key]
+        kept = self._answers if self._scratch is None else self._scratch
+        if key not in kept:
+            kept[key] = self.inner.run(adapter, forbidden=forbidden, **kwargs)
+        return kept[key]
+
+    @contextlib.contextmanager
+    def one_submission(self) -> Iterator[None]:
+        """Answers first computed inside this block are forgotten when it ends (those of
+        inputs every submission shares stay remembered)."""
+        self._scratch = {}
+        try:
+            yield
+        finally:
+            self._scratch = None
+
+    def remembered(self) -> int:
+        """How many answers are remembered now."""
+        return len(self._answers) + len(self._scratch or {})
 
 
 @functools.cache

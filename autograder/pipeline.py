@@ -26,6 +26,7 @@ from .discovery import Refused, Submission, read_submission_file, text_id
 from .explain import explain_failures, lead_with_cell_errors, static_notes
 from .harness import reference_implementation, run_suite
 from .isolation import IsolatedSubmission, WorkerCrashed, WorkerTimeout
+from .per_student import inputs_of
 from .records import error_record, identified
 from .results import sha256_file
 from .rubric import graded_cells
@@ -53,6 +54,9 @@ class GradeSettings:
     """False only for --no-sandbox: trusted code, run without isolation (recorded in results)."""
     sandbox_user: str | None = None
     """--sandbox-user: isolate by a separate unprivileged user instead of bubblewrap."""
+    course_secret: Any = None
+    """--seed-per-student's course secret (a :class:`~.per_student.CourseSecret`, which
+    never prints): each student's hidden tests then draw inputs of their own."""
 
     def sandbox_settings(self) -> Any:
         from .sandbox import SandboxSettings, find_verdict
@@ -199,10 +203,12 @@ def run_in_sandbox(grading: Grading) -> None:
     happened (the next submission starts from the same state)."""
     impl = open_sandbox(grading)
     reference = reference_implementation(grading.slug)
+    student = grading.submission.student
     try:
         run_cells(grading, impl)
-        run_hidden_tests(grading, impl, reference)
-        regrade_live_definitions(grading, impl, reference)
+        with inputs_of(grading.settings.course_secret, grading.slug, student, reference):
+            run_hidden_tests(grading, impl, reference)
+            regrade_live_definitions(grading, impl, reference)
         collect_heatmaps(grading, impl, reference)
     finally:
         impl.close()
@@ -216,6 +222,8 @@ def run_in_sandbox(grading: Grading) -> None:
     }
     if impl.shared_cells:
         grading.run["shared_cells"] = {"cells": impl.shared_cells, "why": SHARED_WHY}
+    if grading.settings.course_secret is not None:  # the secret's digest, never the secret
+        grading.run["per_student_inputs"] = grading.settings.course_secret.digest
 
 
 def refuse_grader_faults(grading: Grading) -> None:

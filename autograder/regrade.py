@@ -25,7 +25,7 @@ from typing import Any
 from attnkit.errors import KitError
 from attnkit.terminal import one_line
 
-from . import grade_command, merge, results, run_manifest, shards
+from . import grade_command, merge, per_student, results, run_manifest, shards
 from .run_manifest import ClassManifest
 
 FOLDER = "regrade"
@@ -51,6 +51,7 @@ def add_parser(commands: Any) -> None:
     regrade.add_argument("--jobs", type=int, default=None, help="grader processes")
     grade_command.add_shard_options(regrade)
     grade_command.add_isolation_options(regrade)
+    per_student.add_options(regrade, flag=False)
     regrade.set_defaults(handler=run)
 
 
@@ -239,6 +240,7 @@ def grade_arguments(manifest: ClassManifest, out: Path, args: argparse.Namespace
             )
         options[name] = getattr(args, name)
     return argparse.Namespace(
+        course_secret=course_secret_for(manifest, args),
         submissions=Path(manifest.submissions),
         out=out,
         assignment=manifest.assignment,
@@ -250,6 +252,27 @@ def grade_arguments(manifest: ClassManifest, out: Path, args: argparse.Namespace
         gradebook=None if gradebook is None else Path(gradebook),
         **options,
     )
+
+
+def course_secret_for(manifest: ClassManifest, args: argparse.Namespace) -> Path | None:
+    """--course-secret for a regrade, which grades with per-student inputs exactly when the
+    first grading did (class.json says so); the secret itself must be given again."""
+    given = args.course_secret
+    if not manifest.options.get("seed_per_student"):
+        if given is not None:
+            print(
+                "note: the first grading gave every student the same inputs; this regrade "
+                "does too, and --course-secret is not used",
+                file=sys.stderr,
+            )
+        return None
+    if given is None and per_student.SECRET_VARIABLE not in os.environ:
+        raise per_student.CourseSecretError(
+            f"{args.out} was graded with --seed-per-student, and a regrade needs its course "
+            "secret again.",
+            f"Pass --course-secret FILE (or set ${per_student.SECRET_VARIABLE}).",
+        )
+    return given
 
 
 def check_same_class(old: ClassManifest, new: ClassManifest, submissions: str) -> None:

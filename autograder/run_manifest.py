@@ -138,9 +138,15 @@ OPTIONS: dict[str, tuple[type, ...]] = {
     "sandbox_user": (str, type(None)),
     "gradebook": (str, type(None)),
     "late_policy": (dict, type(None)),
+    "seed_per_student": (str, type(None)),
 }
 """The grade options that decide a result or where it goes, and the types they may have:
-what regrade passes again, and all that it accepts from a class.json."""
+what regrade passes again, and all that it accepts from a class.json. ``seed_per_student``
+is the course secret's digest when each student had inputs of their own (None when not;
+absent from a class.json written before the option existed)."""
+
+OPTIONAL = frozenset({"seed_per_student", "late_policy"})
+"""Options a class.json may leave out (they are then off)."""
 
 
 LIMITS: dict[str, tuple[float, float]] = {
@@ -179,6 +185,8 @@ def stamp(hidden_tests: str, options: dict[str, Any]) -> str:
     decided = {name: options[name] for name in RESULT_OPTIONS}
     for name in ("timeout", "budget", "cell_timeout"):
         decided[name] = float(decided[name])
+    if options.get("seed_per_student"):  # off, the stamp is what it was before the option
+        decided["seed_per_student"] = options["seed_per_student"]
     text = json.dumps({"hidden_tests": hidden_tests, **decided}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -186,7 +194,8 @@ def stamp(hidden_tests: str, options: dict[str, Any]) -> str:
 def options_of(args: Any) -> dict[str, Any]:
     """The grade options of parsed ``args``; ``--late-policy`` is read into the policy itself
     (a KitError naming the file and line when it cannot be)."""
-    values = {name: getattr(args, name, None) for name in OPTIONS}
+    values = {name: getattr(args, name, None) if name in OPTIONAL else getattr(args, name)
+              for name in OPTIONS}  # fmt: skip
     values["late_policy"] = policy_option(values["late_policy"])
     if values["gradebook"] is not None:
         values["gradebook"] = os.path.abspath(values["gradebook"])
@@ -297,10 +306,9 @@ def read_shard(value: Any, path: Path) -> Shard | None:
 
 
 def read_options(value: Any, path: Path) -> dict[str, Any]:
-    if isinstance(value, dict):
-        value = {"late_policy": None, **value}  # a class file written before late policies
-    if not isinstance(value, dict) or set(value) != set(OPTIONS):
+    if not isinstance(value, dict) or not set(OPTIONS) - OPTIONAL <= set(value) <= set(OPTIONS):
         raise refused(path, f"options are not exactly {', '.join(OPTIONS)}")
+    value = {name: None for name in OPTIONAL} | value
     problem = option_problem(value)
     if problem is not None:
         raise refused(path, problem)

@@ -28,7 +28,7 @@ from typing import Any
 
 from attnkit.errors import KitError
 
-from . import late, results, shards
+from . import late, per_student, results, run_manifest, shards
 
 SAFE_PATH = re.compile(r"[A-Za-z0-9_./+-]+", re.ASCII)
 """What a path in a ``#SBATCH`` line may hold. sbatch reads those lines without a shell:
@@ -69,6 +69,7 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="regrade OUT's class (attnkit regrade) instead of grading SUBMISSIONS",
     )
+    per_student.add_options(slurm, environment=False)
     slurm.set_defaults(handler=run)
 
 
@@ -100,8 +101,9 @@ def header(name: str, log: str, args: argparse.Namespace, array: bool) -> list[s
 def commands_for(args: argparse.Namespace, out: Path) -> tuple[list[str], list[str]]:
     """The shard task's command and the merge job's, as argument lists."""
     kit = [sys.executable, "-m", "attnkit"]
+    secret = secret_options(args, out)
     if args.regrade:
-        regrade = [*kit, "regrade", str(out)]
+        regrade = [*kit, "regrade", str(out), *secret]
         return [*regrade, "--shards", str(args.shards)], regrade
     if args.submissions is None:
         raise KitError("SUBMISSIONS is missing.", "Give the folder to grade (or --regrade).")
@@ -114,7 +116,38 @@ def commands_for(args: argparse.Namespace, out: Path) -> tuple[list[str], list[s
     if args.late_policy is not None:
         late.read_policy(args.late_policy)  # a bad policy is named now, not on the cluster
         grade += ["--late-policy", os.path.abspath(args.late_policy)]
-    return grade, [*kit, "merge", str(out)]
+    return grade + secret, [*kit, "merge", str(out)]
+
+
+def secret_options(args: argparse.Namespace, out: Path) -> list[str]:
+    """What the scripts pass for per-student inputs: the secret's file, never the secret.
+    A regrade has them on when OUT's class.json says so."""
+    wanted = args.seed_per_student
+    if args.regrade:
+        if wanted:
+            raise KitError(
+                "--regrade takes --seed-per-student from OUT's class.json.",
+                "Pass only --course-secret FILE.",
+            )
+        recorded = run_manifest.read_if_any(out)
+        wanted = recorded is not None and bool(recorded.options.get("seed_per_student"))
+    if not wanted:
+        if args.course_secret is not None:
+            raise per_student.CourseSecretError(
+                "--course-secret is only used with --seed-per-student (or to regrade a class "
+                "graded with it)."
+            )
+        return []
+    if args.course_secret is None:
+        raise per_student.CourseSecretError(
+            "the scripts read the course secret from a file, never from this shell's "
+            f"${per_student.SECRET_VARIABLE}.",
+            "Pass --course-secret FILE: a file only you can read, at a path the nodes see.",
+        )
+    path = Path(os.path.abspath(args.course_secret))
+    per_student.from_file(path)  # refused now, not on the cluster
+    flag = [] if args.regrade else ["--seed-per-student"]
+    return [*flag, "--course-secret", str(path)]
 
 
 def write_scripts(args: argparse.Namespace) -> Path:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -12,9 +15,62 @@ from attnkit.compare import CheckFailed, expect_array, expect_kind, expect_uncha
 
 from .harness import Subject
 
+# -- random inputs -----------------------------------------------------------------------------
+#
+# The suites' random inputs (the arrays a test hands to an exercise, the weight matrices of
+# lesson 1, masks, token ids, training batches) come from :func:`randn` and :func:`rng` alone.
+# While a submission's hidden tests run with ``attnkit grade --seed-per-student``, a salt
+# derived from the student (see attnkit_autograder.per_student) is mixed into every such
+# seed, so each student is checked on inputs of their own. Without a salt the seeds are
+# used as they are: the inputs are exactly those the suites always had.
+#
+# Never salted, because they are the same for every student by design: the book's inputs
+# (BOOK_INPUTS) and the inputs of the book-seed tests (``per_student=False``), the dataloader
+# batches of verdict_embeddings(), hand-written edge cases, and the seeds a test passes to
+# an implementation (``seed=`` for a module's initial parameters, ``forward_seed=`` for
+# dropout): the book-seed tests compare parameters drawn from the book's seeds, and the
+# other tests load the reference's parameters into the submission, so only their inputs
+# need to differ between students.
 
-def randn(*shape: int, seed: int, dtype: Any = np.float32, scale: float = 1.0) -> np.ndarray:
-    return (np.random.default_rng(seed).normal(size=shape) * scale).astype(dtype)
+_salt: contextvars.ContextVar[int | None] = contextvars.ContextVar("input_salt", default=None)
+
+
+@contextlib.contextmanager
+def salted(salt: int) -> Iterator[None]:
+    """Draw every random input from ``salt`` mixed with its seed, inside this block only."""
+    token = _salt.set(salt)
+    try:
+        yield
+    finally:
+        _salt.reset(token)
+
+
+def current_salt() -> int | None:
+    return _salt.get()
+
+
+def input_seed(seed: int) -> int:
+    """The seed a random input is drawn from: ``seed`` itself, or, under a salt, a 64-bit
+    seed derived from the salt and ``seed`` together."""
+    salt = _salt.get()
+    if salt is None:
+        return seed
+    state = np.random.SeedSequence([salt, seed]).generate_state(1, dtype=np.uint64)
+    return int(state[0])
+
+
+def rng(seed: int) -> np.random.Generator:
+    """The generator of a test's random inputs (see :func:`input_seed`)."""
+    return np.random.default_rng(input_seed(seed))
+
+
+def randn(
+    *shape: int, seed: int, dtype: Any = np.float32, scale: float = 1.0, per_student: bool = True
+) -> np.ndarray:
+    """Standard normal values of ``shape``, times ``scale``. ``per_student=False`` only for
+    the inputs of a book-seed test, which every student must be given alike."""
+    generator = rng(seed) if per_student else np.random.default_rng(seed)
+    return (generator.normal(size=shape) * scale).astype(dtype)
 
 
 @functools.cache

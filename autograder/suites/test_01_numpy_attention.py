@@ -12,7 +12,7 @@ import pytest
 
 from attnkit.compare import CheckFailed, expect_array, expect_shape, expect_unchanged, pair
 from attnkit_autograder.harness import grade
-from attnkit_autograder.suite_support import contract, randn, same_call, verdict_embeddings
+from attnkit_autograder.suite_support import contract, randn, rng, same_call, verdict_embeddings
 
 NP = {"kind": "ndarray"}
 
@@ -253,7 +253,7 @@ def test_causal_self_attention_ignores_the_future(submission) -> None:
 def test_embed_one_hot_matches_lookup(submission, reference, ids_shape, largest_id) -> None:
     # The vocabulary is E's rows, not the ids seen: the last case never uses the top ids,
     # so a one-hot as wide as max(ids) + 1 cannot pass.
-    ids = np.random.default_rng(12).integers(0, largest_id, size=ids_shape)
+    ids = rng(12).integers(0, largest_id, size=ids_shape)
     E = randn(11, 5, seed=13)
     got, _ = same_call(submission, reference, "embed_one_hot", ids, E, **NP)
     expect_array(got["out"], E[ids], what="the embedding (must equal E[ids])")

@@ -11,6 +11,7 @@ from attnkit_autograder.harness import grade
 from attnkit_autograder.suite_support import (
     contract,
     randn,
+    rng,
     same_call,
     same_module,
     verdict_embeddings,
@@ -229,9 +230,9 @@ def test_v2_book_seed_and_verdict(submission, reference) -> None:
 def test_transfer_copies_transposed_weights(submission, d_in, d_out) -> None:
     # The grader chooses v2's weights, so v1 is compared with values computed here, never
     # with what the submission's process reports about its own v2.
-    rng = np.random.default_rng(1000 + d_in)
+    generator = rng(1000 + d_in)
     v2_state = {
-        f"{name}.weight": rng.standard_normal((d_out, d_in)).astype(np.float32)
+        f"{name}.weight": generator.standard_normal((d_out, d_in)).astype(np.float32)
         for name in ("W_query", "W_key", "W_value")
     }
     result = submission.probe("copy_v2_weights_into_v1").transfer(

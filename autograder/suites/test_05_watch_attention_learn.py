@@ -15,7 +15,14 @@ from attnkit.selfcheck.dropout import (
 )
 from attnkit_autograder.harness import grade
 from attnkit_autograder.heads_checkpoint import load_patterns
-from attnkit_autograder.suite_support import contract, randn, same_call, same_module
+from attnkit_autograder.suite_support import (
+    contract,
+    input_seed,
+    randn,
+    rng,
+    same_call,
+    same_module,
+)
 
 T = {"kind": "tensor"}
 MHA = "MultiHeadAttention"
@@ -70,7 +77,7 @@ def test_mha_dropout_in_training_only(submission, reference) -> None:
     # Each head's weights are read from the output (one-hot tokens, values that copy them
     # twice, out_proj the identity): one draw for all heads or one per head both pass.
     p, tokens, heads = 0.3, 5, 2
-    x = token_permutations(10, tokens, seed=8)
+    x = token_permutations(10, tokens, seed=input_seed(8))
     init = [tokens, heads * 2 * tokens, tokens, p, heads]
     base = reference.probe("MultiHeadAttention").module(init, [x], seed=9)
     state = readable_state(base["params"], heads=heads, tokens=tokens)
@@ -121,7 +128,7 @@ MODEL_ARGS = [13, 8, 10, 2, 2]
 )
 @pytest.mark.parametrize(("batch", "tokens"), [(2, 6), (1, 10)])
 def test_model_matches_reference(submission, reference, batch, tokens) -> None:
-    ids = np.random.default_rng(tokens).integers(0, 13, size=(batch, tokens)).astype(np.int64)
+    ids = rng(tokens).integers(0, 13, size=(batch, tokens)).astype(np.int64)
     same_module(
         submission, reference, MODEL, MODEL_ARGS, [ids], seed=5,
         grad_output=randn(batch, tokens, 13, seed=tokens),
@@ -146,9 +153,9 @@ def test_model_passes_the_padding_mask_to_every_block(submission, reference) -> 
 
 
 def same_steps(submission, reference, steps: int, seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    inputs = rng.integers(0, 9, size=(4, 5)).astype(np.int64)
-    targets = rng.integers(0, 9, size=(4, 5)).astype(np.int64)
+    generator = rng(seed)
+    inputs = generator.integers(0, 9, size=(4, 5)).astype(np.int64)
+    targets = generator.integers(0, 9, size=(4, 5)).astype(np.int64)
     kwargs = {"learning_rate": 0.3, "seed": seed, "steps": steps}
     got = submission.probe("train_step").train_step(9, 6, inputs, targets, **kwargs)
     want = reference.probe("train_step").train_step(9, 6, inputs, targets, **kwargs)
