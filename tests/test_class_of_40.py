@@ -87,7 +87,8 @@ def test_every_student_is_graded_and_the_penalties_match_the_hand_table(graded) 
 
 def test_hidden_inputs_were_drawn_per_student(graded) -> None:
     manifest = json.loads((graded["out"] / "class.json").read_text())
-    assert manifest["options"]["seed_per_student"] is True
+    digest = manifest["options"]["seed_per_student"]  # the secret's digest, never the secret
+    assert isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{12}", digest), digest
     secret = (graded["class"] / "course-secret").read_text().strip()
     for path in graded["out"].rglob("*"):
         if path.is_file():

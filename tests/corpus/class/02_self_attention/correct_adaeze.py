@@ -54,14 +54,14 @@ return attn_weights @ inputs, attn_weights
         "SelfAttention_v1",
         """
 # project every token three ways
-queries = x @ self.W_query
-keys = x @ self.W_key
-values = x @ self.W_value
+query_vecs = x @ self.W_query
+key_vecs = x @ self.W_key
+value_vecs = x @ self.W_value
 # dot product of every query with every key, scaled by sqrt(d_out)
-attn_scores = queries @ keys.transpose(-2, -1)
-attn_weights = softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+attn_scores = query_vecs @ key_vecs.transpose(-2, -1)
+attn_weights = softmax(attn_scores / key_vecs.shape[-1] ** 0.5, dim=-1)
 # mix the values with those weights
-return attn_weights @ values
+return attn_weights @ value_vecs
 """,
     ),
     (

@@ -1,4 +1,3 @@
-# ruff: noqa: E501 (a student's code keeps its long lines)
 STORY = "torch.einsum for every product, one-letter names, no comments"
 PATTERNS = []
 SAVE = {}
@@ -8,7 +7,7 @@ EDITS = [
         "softmax",
         """
 m = torch.max(x, dim, keepdim=True)[0].clamp(min=torch.finfo(x.dtype).min)
-e = torch.exp(x - m)
+e = (x - m).exp()
 s = torch.sum(e, dim, keepdim=True)
 return e / torch.where(s > 0, s, 1.0)
 """,
