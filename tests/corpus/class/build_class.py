@@ -59,6 +59,7 @@ LATE_TIMES = [  # (timestamp, days late after grace and extensions, penalty %)
     ("2026-11-23 20:00:00.000000 UTC", 0, 0),  # noor: three days' extension
 ]
 OFF_ROSTER = "visitor"
+RENAMERS = ("arjun", "maya", "diego")
 SIZE = 40
 
 
@@ -121,9 +122,8 @@ def cast(built: dict[str, Any]) -> tuple[dict[str, str], dict[str, str], dict[st
     fair = sorted(n for n in built if n not in own_correct and n not in own_mistaken)
     roles = {n: "mistaken" if n in own_mistaken else "correct" for n in built}
     copies = {
-        "copier_one": fair[0], "copier_two": own_correct[0], "copier_three": own_mistaken[0],
-        "noor": fair[1],
-        "renamer_one": fair[-1], "renamer_two": own_correct[1], "renamer_three": own_mistaken[1],
+        "wanjiru": fair[0], "liam": own_correct[0], "sofia": own_mistaken[0], "noor": fair[1],
+        "arjun": fair[-1], "maya": own_correct[1], "diego": own_mistaken[1],
     }  # fmt: skip
     late_students = [own_correct[0], own_correct[1], own_mistaken[0], fair[3], fair[-1], "noor"]
     return roles, copies, dict(zip(late_students, LATE_TIMES, strict=True))
@@ -133,9 +133,17 @@ def build_class(folder: Path) -> dict[str, Any]:
     """Write the class into ``folder``; return what expected.json holds."""
     built = {b.name: b for b in map(builder.build, sources())}
     roles, copies, late = cast(built)
+    # Students go by their first names: kofi_matmul is kofi, correct_adaeze is adaeze.
+    first = {name: name.removeprefix("correct_").removeprefix("mistaken_").split("_")[0]
+             for name in built}  # fmt: skip
+    assert len(set(first.values())) == len(first), "two corpus students share a first name"
+    built = {first[n]: b for n, b in built.items()}
+    roles = {first[n]: r for n, r in roles.items()}
+    copies = {c: first[v] for c, v in copies.items()}
+    late = {first.get(n, n): t for n, t in late.items()}
     data = {name: notebook_bytes(b.notebook) for name, b in built.items()}
     for copier, victim in copies.items():
-        if copier.startswith("renamer_"):
+        if copier in RENAMERS:
             data[copier], roles[copier] = notebook_bytes(renamed(built[victim].notebook)), "renamed"
         else:
             data[copier], roles[copier] = data[victim], "copied"
