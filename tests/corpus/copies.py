@@ -63,7 +63,9 @@ def local_names(tree: ast.Module) -> dict[tuple[int, int], str]:
     return found
 
 
-def shape(source: str, renames: dict[tuple[int, int], str] | None = None) -> str | None:
+def shape(
+    source: str, renames: dict[tuple[int, int], str] | None = None, prefix: str = "my_"
+) -> str | None:
     """The syntax tree of ``source`` without positions, with the names at ``renames``'s
     places renamed, as text; None when it does not parse."""
     try:
@@ -72,15 +74,15 @@ def shape(source: str, renames: dict[tuple[int, int], str] | None = None) -> str
         return None
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and (node.lineno, node.col_offset) in (renames or {}):
-            node.id = renamed_name(node.id)
+            node.id = renamed_name(node.id, prefix)
     return ast.dump(tree)
 
 
-def renamed_name(name: str) -> str:
-    return f"my_{name.lower()}"
+def renamed_name(name: str, prefix: str) -> str:
+    return f"{prefix}{name.lower()}"
 
 
-def rewritten(source: str, own: set[str]) -> str:
+def rewritten(source: str, own: set[str], prefix: str) -> str:
     """One cell with its local names renamed and its comments dropped, and the space around
     ``,`` and ``=`` dropped on its own lines (those whose text is in ``own``): token by
     token, so no string changes."""
@@ -92,7 +94,7 @@ def rewritten(source: str, own: set[str]) -> str:
         (row, col), (_, end) = token.start, token.end
         text = lines[row - 1] if row <= len(lines) else ""
         if token.type == tokenize.NAME and (row, len(text[:col].encode())) in renames:
-            edits[(row, col)] = (end, renamed_name(token.string))
+            edits[(row, col)] = (end, renamed_name(token.string, prefix))
         elif token.type == tokenize.COMMENT:
             edits[(row, col)] = (end, "")
         elif token.string in (",", "=") and text.strip() in own:
@@ -106,7 +108,7 @@ def rewritten(source: str, own: set[str]) -> str:
     return "# my answer, in my own words\n" + "".join(lines)
 
 
-def renamed_cell(source: str, released: set[str]) -> str:
+def renamed_cell(source: str, released: set[str], prefix: str = "my_") -> str:
     """``source`` rewritten (see :func:`rewritten`), or as it is when the rewrite is not the
     same program with the same names renamed (or the cell is not plain Python)."""
     expected = None
@@ -114,21 +116,23 @@ def renamed_cell(source: str, released: set[str]) -> str:
     if not own - {""}:
         return source  # the released notebook's cell, untouched
     try:
-        expected = shape(source, local_names(ast.parse(source)))
-        new = rewritten(source, own)
+        expected = shape(source, local_names(ast.parse(source)), prefix)
+        new = rewritten(source, own, prefix)
     except (SyntaxError, tokenize.TokenError, IndentationError):
         return source
     return new if expected is not None and shape(new) == expected else source
 
 
-def renamed_notebook(notebook: dict[str, Any], released: dict[str, Any]) -> dict[str, Any]:
+def renamed_notebook(
+    notebook: dict[str, Any], released: dict[str, Any], prefix: str = "my_"
+) -> dict[str, Any]:
     """A copy of ``notebook`` whose code cells are renamed (see :func:`renamed_cell`)."""
     given = {line.strip() for c in released["cells"] for line in "".join(c["source"]).splitlines()}
     changed = copy.deepcopy(notebook)
     for cell in changed["cells"]:
         if cell["cell_type"] == "code":
             source = "".join(cell["source"])
-            cell["source"] = renamed_cell(source, given).splitlines(keepends=True)
+            cell["source"] = renamed_cell(source, given, prefix).splitlines(keepends=True)
     return changed
 
 
