@@ -33,9 +33,10 @@ def add_parser(commands: Any) -> None:
     report = commands.add_parser(
         "report",
         help="(instructors) write OUT/report.html: score histograms, pass rates per graded "
-        "cell, the most common named mistakes, who could not be graded",
+        "cell, the most common named mistakes, who could not be graded, similar submissions",
         description="Write OUT/report.html, one self-contained page about the class graded "
-        "into OUT (by attnkit grade or attnkit merge).",
+        "into OUT (by attnkit grade or attnkit merge), with a similarity review: pairs of "
+        "submissions whose own code is alike, for the instructor to read (never a penalty).",
     )
     report.add_argument("out", type=Path, metavar="OUT", help="the --out of attnkit grade")
     report.add_argument(

@@ -57,6 +57,9 @@ LISTED = 0.3
 """A pair is listed when its :attr:`Pair.score` is at least this. Honest pairs of the
 kit's corpora score up to 0.5 (book-style answers of short functions are alike); copies
 and renamed copies 0.9 to 1."""
+MIN_MATCHED = 2 * NOISE
+"""Nor is a pair listed unless this many tokens match: two short answers to one exercise,
+alike in a line or two, are not worth a reader's time (one copied exercise is 60 to 300)."""
 MAX_PAIRS = 50
 """Pairs listed per assignment, most similar first."""
 SCREEN = 0.03
@@ -125,9 +128,10 @@ class Review:
     assignment: str
     compared: int
     listed: tuple[Pair, ...]
-    """The pairs at or above :data:`LISTED`, most similar first, at most MAX_PAIRS."""
+    """The pairs at or above :data:`LISTED` (and :data:`MIN_MATCHED`), most similar first,
+    at most MAX_PAIRS."""
     above: int
-    """How many pairs are at or above LISTED (more than are listed when over MAX_PAIRS)."""
+    """How many pairs are at or above them (more than are listed when over MAX_PAIRS)."""
     skipped: tuple[Skipped, ...]
     seconds: float
 
@@ -399,7 +403,7 @@ def review_class(manifest: ClassManifest) -> tuple[list[Review], list[Skipped]]:
         members = codes.get(slug, [])
         template = templates.get(slug)
         pairs = scored_pairs(members, template) if isinstance(template, Template) else []
-        above = [p for p in pairs if p.score >= LISTED]
+        above = [p for p in pairs if p.score >= LISTED and p.matched >= MIN_MATCHED]
         reviews.append(
             Review(
                 slug,

@@ -8,7 +8,16 @@ from __future__ import annotations
 import html
 
 from .run_manifest import ClassManifest
-from .similarity import LISTED, SHOWN_CHARS, SIDE_BY_SIDE, Pair, Review, Skipped, review_class
+from .similarity import (
+    LISTED,
+    MIN_MATCHED,
+    SHOWN_CHARS,
+    SIDE_BY_SIDE,
+    Pair,
+    Review,
+    Skipped,
+    review_class,
+)
 
 
 def e(value: object) -> str:
@@ -74,7 +83,8 @@ def review_html(review: Review) -> list[str]:
     parts = [f"<h3>{e(review.assignment)}</h3>"]
     summary = (
         f"{review.compared} submission(s) compared in {review.seconds:.1f} s; "
-        f"{review.above} pair(s) score {LISTED:.0%} or more (the mean of the two shares)"
+        f"{review.above} pair(s) score {LISTED:.0%} or more (the mean of the two shares) "
+        f"with {MIN_MATCHED} tokens or more matched"
     )
     if review.above > len(review.listed):
         summary += f" (the {len(review.listed)} most similar are listed)"

@@ -229,7 +229,8 @@ def test_hostile_files_are_listed_as_not_compared_and_the_page_renders(tmp_path:
 def test_code_that_reads_as_markup_is_escaped_in_the_side_by_side_view(tmp_path: Path) -> None:
     released = released_notebook(SLUG, ROOT / "assignments")
     body = 'tag = "</pre><script>alert(1)</script><mark>"\n'
-    body += "return x.exp() / x.exp().sum(dim, keepdim=True)"
+    body += "shifted = x - x.amax(dim=dim, keepdim=True).clamp_min(-1e30)\n"
+    body += "e = torch.exp(shifted)\nreturn e / e.sum(dim=dim, keepdim=True)"
     answers = {e.name: None for e in ASSIGNMENTS[SLUG].exercises} | {"softmax": body}
     data = notebook_bytes(fill_notebook(released, SLUG, answers))
     page = report(graded(tmp_path, {f"ann_{SLUG}.ipynb": data, f"bo_{SLUG}.ipynb": data}))
