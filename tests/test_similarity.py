@@ -15,6 +15,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from test_layering import import_graph, kit_modules
@@ -117,10 +118,11 @@ def test_a_renamed_copy_reads_differently_line_by_line() -> None:
     assert kept < 0.3 * total
 
 
-def mistaken_notebook(path: Path) -> bytes:
-    """A mistakes-corpus answer in the released notebook, its other stubs unanswered."""
+def mistaken_notebook(path: Path, finished: bool) -> bytes:
+    """A mistakes-corpus answer in the released notebook, its other stubs unanswered, or
+    (``finished``) answered by the reference, as the kit's grading corpus builds it."""
     case = read_case(path)
-    unanswered = {e.name: None for e in ASSIGNMENTS[case.slug].exercises}
+    unanswered = {} if finished else {e.name: None for e in ASSIGNMENTS[case.slug].exercises}
     released = released_notebook(case.slug, ROOT / "assignments")
     return notebook_bytes(fill_notebook(released, case.slug, {**unanswered, **case.answers}))
 
@@ -129,19 +131,20 @@ def first(student: str) -> str:
     return student.split("_")[0]
 
 
-def class_of_40() -> tuple[dict[str, bytes], set[frozenset[str]]]:
+def class_of_40(finished: bool) -> tuple[dict[str, bytes], set[frozenset[str]]]:
     """Lesson 2's class of 40 from the corpora: the honest notebooks (correct, and one
-    mistaken), mistaken ones (a mistake, the rest unfinished), one of them handed in late (a
-    Canvas name), three released notebooks handed in untouched (one by a student off the
-    roster), two byte copies and two renamed copies; and the copy pairs."""
+    mistaken), mistaken ones (a mistake, the rest unfinished or the reference's), one of
+    them handed in late (a Canvas name), three released notebooks handed in untouched (one
+    by a student off the roster), two byte copies and two renamed copies; and the copy
+    pairs."""
     files: dict[str, bytes] = {}
     honest = copies.honest_notebooks(SLUG)
     for h in honest:  # named by first name (nadia_colab would read as a renamed copy)
         files[f"{first(h.student)}_{SLUG}{Path(h.file_name).suffix}"] = h.data
     mistakes = sorted((CORPUS / "mistakes").glob("l2_*.py"))
     for number, path in enumerate(mistakes[:-1]):
-        files[f"mistaken-{number:02d}_{SLUG}.ipynb"] = mistaken_notebook(path)
-    files[f"latecomer_LATE_4242_99_{SLUG}.ipynb"] = mistaken_notebook(mistakes[-1])
+        files[f"mistaken-{number:02d}_{SLUG}.ipynb"] = mistaken_notebook(path, finished)
+    files[f"latecomer_LATE_4242_99_{SLUG}.ipynb"] = mistaken_notebook(mistakes[-1], finished)
     released = (ROOT / "assignments" / SLUG / f"{SLUG}.ipynb").read_bytes()
     for name in ("blank-a", "blank-b", "off-roster"):  # handed in the released notebook
         files[f"{name}_{SLUG}.ipynb"] = released
@@ -155,8 +158,11 @@ def class_of_40() -> tuple[dict[str, bytes], set[frozenset[str]]]:
     return files, pairs
 
 
-def test_in_a_class_of_40_the_copies_rank_first(tmp_path: Path) -> None:
-    files, copy_pairs = class_of_40()
+@pytest.mark.parametrize("finished", [False, True], ids=["unfinished", "reference-answered"])
+def test_in_a_class_of_40_the_copies_rank_first(tmp_path: Path, finished: bool) -> None:
+    """Mistaken notebooks whose other answers are all the reference's share five answers
+    of six: they rank right after the copies, as alike as they are."""
+    files, copy_pairs = class_of_40(finished)
     assert len(files) == 40
     out = graded(tmp_path, files)
     page = report(out)
