@@ -100,10 +100,10 @@ def not_compared(skipped: tuple[Skipped, ...] | list[Skipped]) -> list[str]:
     if not skipped:
         return []
     items = "".join(
-        f"<li>{e(s.who)}: not compared: {e(s.reason[:400])}</li>"
+        f"<li>{e(s.who)}: {e(s.reason[:400])}</li>"
         for s in sorted(skipped, key=lambda s: (s.who, s.reason))
     )
-    return [f"<p>Not compared:</p><ul>{items}</ul>"]
+    return [f"<p>Not compared, and why:</p><ul class=skipped>{items}</ul>"]
 
 
 def section(manifest: ClassManifest | None) -> list[str]:

@@ -201,6 +201,9 @@ def test_hostile_files_are_listed_as_not_compared_and_the_page_renders(tmp_path:
     honest = copies.honest_notebooks(SLUG)
     copied = honest[0].data
     code = "def softmax(x, dim=-1):\n" + "    x = x + 1\n" * 6000
+    plotted = json.loads(honest[3].data)  # graded (outputs do not count), too big to review
+    plot = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "A" * 2**25}}
+    next(c for c in plotted["cells"] if c["cell_type"] == "code")["outputs"] = [plot]
     files = {
         f"ann_{SLUG}.ipynb": copied,
         f"<script>alert(document.domain)_{SLUG}.ipynb": copied,
@@ -210,6 +213,7 @@ def test_hostile_files_are_listed_as_not_compared_and_the_page_renders(tmp_path:
         f"deep_{SLUG}.ipynb": b"[" * 100_000 + b"]" * 100_000,
         f"huge_{SLUG}.py": code.encode(),
         f"changed_{SLUG}.ipynb": honest[1].data,
+        f"plotted_{SLUG}.ipynb": notebook_bytes(plotted),
     }
     out = graded(tmp_path, files)
     folder = tmp_path / "submissions"
@@ -220,8 +224,11 @@ def test_hostile_files_are_listed_as_not_compared_and_the_page_renders(tmp_path:
     run_manifest.write(out, replace(manifest, members=(*manifest.members, member(linked))))
     (folder / f"changed_{SLUG}.ipynb").write_bytes(honest[2].data)  # after grading
     page = report(out)
-    reasons = dict(re.findall(r"<li>(.*?): not compared: (.*?)</li>", page))
-    assert set(reasons) == {"latin1", "broken", "nul", "deep", "huge", "changed", "linked"}
+    listed = page.split("<ul class=skipped>", 1)[1].split("</ul>", 1)[0]
+    reasons = dict(re.findall(r"<li>(.*?): (.*?)</li>", listed))
+    assert set(reasons) == {"latin1", "broken", "nul", "deep", "huge", "changed", "linked",
+                            "plotted"}  # fmt: skip
+    assert "MiB, over the 32 MiB the review reads" in reasons["plotted"]
     assert "not UTF-8" in reasons["latin1"] and "not valid notebook JSON" in reasons["broken"]
     assert "over the 50,000" in reasons["huge"] and reasons["changed"] == "changed since grading"
     assert "symbolic link" in reasons["linked"] and "nests JSON deeper" in reasons["deep"]
