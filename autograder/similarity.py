@@ -56,8 +56,8 @@ MAX_CODE_CHARS = 50_000
 """The most own code compared per submission: some fifty times a full lesson's answers."""
 LISTED = 0.3
 """A pair is listed when its :attr:`Pair.score` is at least this. Honest pairs of the
-kit's corpora score up to 0.5 (book-style answers of short functions are alike); copies
-and renamed copies 0.9 to 1."""
+kit's corpora score up to 0.51 (book-style answers of short functions are alike); copies
+and renamed copies 0.97 to 1."""
 MIN_MATCHED = 2 * NOISE
 """Nor is a pair listed unless this many tokens match: two short answers to one exercise,
 alike in a line or two, are not worth a reader's time (one copied exercise is 60 to 300)."""

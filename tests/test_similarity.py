@@ -263,6 +263,9 @@ def test_reading_any_file_gives_own_code_or_one_refusal(raw: bytes, name: str) -
     assert isinstance(code, str) and len(code) <= similarity.MAX_CODE_CHARS
     code.encode("utf-8")  # valid text: no lone surrogate reaches the page
     assert not any(ord(c) < 32 and c not in "\n\t" for c in code)
+    for pair in scored_pairs([OwnCode("a", code), OwnCode("b", code + "\nx = 1\n")], template):
+        assert all(0 <= share <= 1 for share in pair.similarity)
+        assert all(0 <= s < e <= len(code) + 7 for side in pair.spans for s, e in side)
 
 
 # -- never a grade, an export or a student's ------------------------------------------------------
