@@ -7,7 +7,10 @@ What an instructor takes to the next lecture, from the kit's own records only:
 * the named mistakes, most common first: how many students made each, and one example
   message ("32% of the class forgot the max-subtraction");
 * who could not be graded, and why (a submission's fault, or the grader's);
-* the run's facts: the isolation, the time per submission, the kit version.
+* the run's facts: the isolation, the time per submission, the kit version;
+* a similarity review: pairs of submissions that share their own code, ranked, with the
+  matched regions side by side, for the instructor to read (see :mod:`.similarity`;
+  ``--no-similarity`` leaves it out).
 
 Every text that came from a student (ids, messages) is escaped; the page is
 ``OUT/report.html``, written atomically.
@@ -22,7 +25,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from . import results, run_manifest
+from . import results, run_manifest, similarity_page
 from .run_manifest import ClassManifest
 
 
@@ -30,11 +33,18 @@ def add_parser(commands: Any) -> None:
     report = commands.add_parser(
         "report",
         help="(instructors) write OUT/report.html: score histograms, pass rates per graded "
-        "cell, the most common named mistakes, who could not be graded",
+        "cell, the most common named mistakes, who could not be graded, similar submissions",
         description="Write OUT/report.html, one self-contained page about the class graded "
-        "into OUT (by attnkit grade or attnkit merge).",
+        "into OUT (by attnkit grade or attnkit merge), with a similarity review: pairs of "
+        "submissions whose own code is alike, for the instructor to read (never a penalty).",
     )
     report.add_argument("out", type=Path, metavar="OUT", help="the --out of attnkit grade")
+    report.add_argument(
+        "--no-similarity",
+        dest="similarity",
+        action="store_false",
+        help="leave out the similarity review (which reads the graded files again)",
+    )
     report.set_defaults(handler=run)
 
 
@@ -148,13 +158,13 @@ text-align:left;vertical-align:top}td.n{text-align:right}.bar{background:#3b6ea5
 .weak{color:#a33}.muted{color:#777}"""
 
 
-def render(out: Path) -> str:
+def render(out: Path, review_similarity: bool = True) -> str:
     grades = results.read_gradebook(out)
     manifest = run_manifest.read_if_any(out)
     records = [r for r in grades.get("submissions", []) if isinstance(r, dict)]
     head = "<!doctype html><meta charset=utf-8><title>Class report</title>"
     parts = [
-        f"{head}<style>{STYLE}</style>",
+        f"{head}<style>{STYLE}{similarity_page.STYLE if review_similarity else ''}</style>",
         f"<h1>Class report: {len(records)} submission(s)</h1>",
     ]
     for slug, info in sorted(grades.get("assignments", {}).items()):
@@ -198,6 +208,8 @@ def render(out: Path) -> str:
         for who, why in missing:
             parts.append(f"<tr><td>{e(who)}</td><td></td><td>{e(why)}</td></tr>")
         parts.append("</table>")
+    if review_similarity:
+        parts += similarity_page.section(manifest)
     parts.append("<h2>Run</h2><ul>")
     facts = run_facts(out, manifest) or [f"{out} holds no result files or class.json to tell"]
     parts += [f"<li>{e(fact)}</li>" for fact in facts]
@@ -217,6 +229,6 @@ def missing_results(out: Path, manifest: ClassManifest | None) -> list[tuple[str
 
 def run(args: argparse.Namespace) -> int:
     target = args.out / "report.html"
-    results.write_atomic(target, render(args.out))
+    results.write_atomic(target, render(args.out, args.similarity))
     print(f"wrote {target}")
     return 0

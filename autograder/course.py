@@ -8,12 +8,14 @@ output, and a test regenerates it to prove it has not drifted.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from attnkit.assignments import ASSIGNMENTS
@@ -193,3 +195,19 @@ def released_differences(committed_dir: Path) -> list[str]:
             elif committed.read_bytes() != path.read_bytes():
                 problems.append(f"{committed} differs from what the source notebook generates")
         return problems
+
+
+def released_dir(slug: str) -> contextlib.AbstractContextManager[Path]:
+    """The folder of released notebooks: ``assignments/`` of a clone, or, for a
+    non-editable install (which ships only the source notebooks), one generated now."""
+    clone = Path(__file__).resolve().parent.parent / "assignments"
+    if (clone / slug / f"{slug}.ipynb").is_file():
+        return contextlib.nullcontext(clone)
+    return _generated_released(slug)
+
+
+@contextlib.contextmanager
+def _generated_released(slug: str) -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="attnkit-released-") as tmp:
+        generate_released(Path(tmp), [slug])
+        yield Path(tmp)

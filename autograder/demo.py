@@ -18,10 +18,7 @@ grades.csv and an HTML report per student.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +32,7 @@ from .corpus import (
     released_notebook,
     write_notebook,
 )
+from .course import released_dir
 from .results import storage_name
 
 SLUG = "02_self_attention"
@@ -119,24 +117,6 @@ def demo_class(slug: str) -> tuple[DemoStudent, ...]:
         "so that comparisons always succeed", chosen[0][1], hostile=True,
     )  # fmt: skip
     return (CLASS[0], CLASS[1], *mistaken, hostile, CLASS[-1])
-
-
-def released_dir(slug: str) -> contextlib.AbstractContextManager[Path]:
-    """The folder of released notebooks: ``assignments/`` of a clone, or, for a
-    non-editable install (which ships only the source notebooks), one generated now."""
-    clone = Path(__file__).resolve().parent.parent / "assignments"
-    if (clone / slug / f"{slug}.ipynb").is_file():
-        return contextlib.nullcontext(clone)
-    return _generated_released(slug)
-
-
-@contextlib.contextmanager
-def _generated_released(slug: str) -> Iterator[Path]:
-    from .course import generate_released
-
-    with tempfile.TemporaryDirectory(prefix="attnkit-demo-released-") as tmp:
-        generate_released(Path(tmp), [slug])
-        yield Path(tmp)
 
 
 def submission_notebook(

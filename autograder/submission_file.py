@@ -45,23 +45,31 @@ def refusal(path: Path, mode: int, size: int) -> str | None:
     return None
 
 
-def code_bytes(data: bytes) -> int:
-    """The size that counts towards :data:`MAX_SUBMISSION_BYTES`: a notebook's JSON without
-    its cells' outputs and attachments; any other file (or damaged JSON) as it is."""
-    try:
-        notebook = json.loads(data)
-    except (ValueError, RecursionError):
-        return len(data)
+def without_outputs(notebook: object) -> object | None:
+    """A parsed notebook without its cells' outputs and attachments (what counts as its
+    code), or None when it is not a JSON object with a list of cells."""
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if not isinstance(cells, list):
-        return len(data)
+        return None
     stripped = [
         {k: v for k, v in cell.items() if k not in ("outputs", "attachments")}
         if isinstance(cell, dict)
         else cell
         for cell in cells
     ]
-    return len(json.dumps({**notebook, "cells": stripped}).encode("utf-8"))
+    return {**notebook, "cells": stripped}
+
+
+def code_bytes(data: bytes) -> int:
+    """The size that counts towards :data:`MAX_SUBMISSION_BYTES`: a notebook's JSON without
+    its cells' outputs and attachments; any other file (or damaged JSON) as it is."""
+    try:
+        notebook = without_outputs(json.loads(data))
+    except (ValueError, RecursionError):
+        return len(data)
+    if notebook is None:
+        return len(data)
+    return len(json.dumps(notebook).encode("utf-8"))
 
 
 def read_submission_file(path: Path) -> bytes:

@@ -186,13 +186,16 @@ def with_references(lesson: str, skip: set[str]) -> tuple[dict[str, Any], tuple[
     return fill_notebook(released, lesson, {name: None for name in skip}), filled
 
 
-def build(path: Path) -> Built:
+def build(path: Path, answer_the_rest: bool = True) -> Built:
     """Apply one corpus file to its lesson's released notebook, the stubs it does not
-    mention answered by the reference first."""
+    mention answered by the reference first (left as stubs without ``answer_the_rest``:
+    the notebook then holds the file's own answers only)."""
     lesson = path.parent.name
     spec = load_spec(path)
     released = released_notebook(lesson)
-    base, filled = with_references(lesson, mentioned(released, spec.EDITS))
+    everything = set(stub_cells(released).values())
+    skip = mentioned(released, spec.EDITS) if answer_the_rest else everything
+    base, filled = with_references(lesson, skip)
     notebook = copy.deepcopy(base)
     for number, edit in enumerate(spec.EDITS, start=1):
         try:
