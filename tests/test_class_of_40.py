@@ -95,6 +95,22 @@ def test_hidden_inputs_were_drawn_per_student(graded) -> None:
             assert secret not in path.read_text(errors="replace"), path
 
 
+def test_the_copies_rank_first_in_the_similarity_review(graded) -> None:
+    from test_similarity import ranked
+
+    page = (graded["out"] / "report.html").read_text(encoding="utf-8")
+    assert "Similarity review" in page and "40 submission(s) compared" in page
+    rows = ranked(page)
+    copies = {frozenset(pair) for pair in graded["expected"]["copies"].items()}
+    top = {frozenset(row[:2]) for row in rows[: len(copies)]}
+    assert top == copies, rows[: len(copies) + 3]
+    honest = [row for row in rows if frozenset(row[:2]) not in copies]
+    lowest_copy = min(min(row[2:]) for row in rows[: len(copies)])
+    highest_honest = max((sum(row[2:]) / 2 for row in honest), default=0)
+    print(f"copies: lowest share {lowest_copy}%; honest pairs: highest score {highest_honest}%")
+    assert lowest_copy >= 90 and highest_honest < 60
+
+
 def test_the_export_names_the_visitor_then_leaves_them_out_by_name(graded) -> None:
     strict, export, out = graded["done"]["strict export"], graded["done"]["export"], graded["out"]
     assert strict.returncode == 1

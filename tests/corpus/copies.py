@@ -236,5 +236,31 @@ def measure() -> list[Figures]:
     return found
 
 
+def class_timing(count: int, lesson: str = "02_self_attention") -> float:
+    """Seconds to score every pair of a class of ``count`` (the honest notebooks, each
+    student's copy renamed its own way, so no two are alike as text), printed."""
+    import time
+
+    template = released_template(lesson)
+    released = builder.released_notebook(lesson)
+    bases = [json.loads(h.data) for h in honest_notebooks(lesson) if h.file_name.endswith("nb")]
+    start = time.monotonic()
+    codes = [
+        OwnCode(f"s{i}", own_code(
+            json.dumps(renamed_notebook(bases[i % len(bases)], released, f"s{i}_")).encode(),
+            f"s{i}.ipynb", template))
+        for i in range(count)
+    ]  # fmt: skip
+    pairs = scored_pairs(codes, template)
+    seconds = time.monotonic() - start
+    print(f"a class of {count} ({lesson}): {len(pairs)} pairs scored in {seconds:.1f} s")
+    return seconds
+
+
 if __name__ == "__main__":
-    measure()
+    import sys
+
+    if sys.argv[1:2] == ["--class-of"]:
+        class_timing(int(sys.argv[2]))
+    else:
+        measure()
