@@ -112,8 +112,10 @@ def tree_rss(root: int) -> int:
 def build_submissions(
     folder: Path, slug: str, count: int, loop: bool = True, released_dir: Path = ASSIGNMENTS_DIR
 ) -> dict[str, int]:
-    """count submissions: 1 loops (unless not ``loop``: it is then correct), 1 is damaged,
-    the rest alternate correct and mistaken; from the released notebooks in ``released_dir``."""
+    """count submissions: the fourth loops (unless not ``loop``: it is then correct), the
+    third is damaged, the rest alternate correct and mistaken; from the released notebooks
+    in ``released_dir``. (A class of two or three, as a quick check runs, has no loop to
+    wait out.)"""
     released = released_notebook(slug, released_dir)
     from attnkit.assignments import ASSIGNMENTS
 
@@ -123,7 +125,7 @@ def build_submissions(
     folder.mkdir(parents=True, exist_ok=True)
     for index in range(count):
         path = folder / f"s{index:04d}_{slug}.ipynb"
-        if index == 1 and loop:
+        if index == 3 and loop:
             last = ASSIGNMENTS[slug].exercises[-1].name
             write_notebook(fill_notebook(released, slug, {last: LOOP}), path)
             kinds["timeout"] += 1
@@ -212,7 +214,7 @@ def bench_attnkit(
 def honest(folder: Path) -> list[Path]:
     """The submissions that neither loop nor are damaged (see build_submissions)."""
     found = sorted(folder.glob("*.ipynb"))
-    return [p for p in found if not p.name.startswith(("s0001_", "s0002_"))]
+    return [p for p in found if not p.name.startswith(("s0002_", "s0003_"))]
 
 
 def bench_nbgrader(folder: Path, slug: str, sample: int, work: Path) -> dict[str, float]:

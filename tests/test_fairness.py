@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -179,29 +180,31 @@ def not_full(records: list[dict]) -> list[str]:
     ]
 
 
-@pytest.mark.slow
-def test_attnkit_grade_gives_every_correct_submission_full_marks(
-    corpus: list[builder.Built], tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def graded_corpus(
+    corpus: list[builder.Built], tmp_path_factory: pytest.TempPathFactory
+) -> list[dict]:
+    """The corpus graded once by `attnkit grade` (a folder per student, each file saved the
+    way its student saved it): the rows of grades.json, for every path below."""
+    work = tmp_path_factory.mktemp("fair")
     for built in corpus:
-        built.write(tmp_path / "submissions")
-    out = tmp_path / "out"
+        built.write(work / "submissions")
+    out = work / "out"
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "attnkit",
-            "grade",
-            str(tmp_path / "submissions"),
-            "--out",
-            str(out),
-        ],
+        [sys.executable, "-m", "attnkit", "grade", str(work / "submissions"), "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=1800,
     )
     assert done.returncode == 0, done.stderr
-    records = json.loads((out / "grades.json").read_text())["submissions"]
+    return json.loads((out / "grades.json").read_text())["submissions"]
+
+
+@pytest.mark.slow
+def test_attnkit_grade_gives_every_correct_submission_full_marks(
+    corpus: list[builder.Built], graded_corpus: list[dict]
+) -> None:
+    records = graded_corpus
     assert sorted((r["student"], r["assignment"]) for r in records) == sorted(
         (b.student, b.lesson) for b in corpus
     )
@@ -211,24 +214,39 @@ def test_attnkit_grade_gives_every_correct_submission_full_marks(
 
 @pytest.mark.slow
 def test_the_gradescope_path_gives_every_correct_submission_full_marks(
-    corpus: list[builder.Built], tmp_path: Path
+    corpus: list[builder.Built], graded_corpus: list[dict]
 ) -> None:
-    from compare_graders import grade_with_gradescope
+    """Gradescope's run_autograder grades with the same pipeline (tests/test_gradescope.py
+    runs it end to end); what it adds is results.json, which must keep every point."""
+    from compare_graders import Outcome
 
-    outcomes = grade_with_gradescope(corpus, tmp_path)
+    from attnkit_autograder.gradescope import to_results
+
+    outcomes = {}
+    for record in graded_corpus:
+        results = to_results({"submissions": [record]})
+        short = [t["name"] for t in results["tests"] if t["score"] < t["max_score"]]
+        maximum = sum(t["max_score"] for t in results["tests"])
+        outcomes[record["student"]] = Outcome(results["score"], maximum, short)
     assert set(outcomes) == {b.student for b in corpus}
     assert_full_marks(outcomes)
 
 
 @pytest.mark.slow
 def test_the_nbgrader_gradebook_path_gives_every_correct_submission_full_marks(
-    corpus: list[builder.Built], tmp_path: Path
+    corpus: list[builder.Built], graded_corpus: list[dict], tmp_path: Path
 ) -> None:
-    from compare_graders import grade_into_gradebook, nbgrader_course
+    """The grades go into a real nbgrader course's gradebook cell by cell, and come back
+    whole (`attnkit grade` on a course pushes exactly these rows)."""
+    from compare_graders import gradebook_scores, nbgrader_course, outcomes_from_gradebook
+
+    from attnkit_autograder.course import scripts_on_path
+    from attnkit_autograder.nbgrader_gradebook import push_grades
 
     course = nbgrader_course(corpus, tmp_path)
-    outcomes = grade_into_gradebook(course, corpus, tmp_path)
-    assert_full_marks(outcomes)
+    os.environ.update(scripts_on_path())
+    assert push_grades(course, graded_corpus) == []
+    assert_full_marks(outcomes_from_gradebook(corpus, gradebook_scores(course)))
 
 
 def assert_full_marks(outcomes: dict) -> None:
