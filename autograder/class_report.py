@@ -158,6 +158,26 @@ text-align:left;vertical-align:top}td.n{text-align:right}.bar{background:#3b6ea5
 .weak{color:#a33}.muted{color:#777}"""
 
 
+def late_summary(records: list[dict[str, Any]]) -> list[str]:
+    """One line on the late policy's effect on an assignment (the histogram shows final
+    scores), or nothing when no policy was applied."""
+    verdicts = [r["late"] for r in records if isinstance(r.get("late"), dict)]
+    if not verdicts:
+        return []
+    late = sum(v.get("status") == "late" for v in verdicts)
+    lost = [
+        r for r in records if isinstance(r.get("late"), dict) and r["late"].get("penalty_percent")
+    ]
+    unread = sum(v.get("status") == "unreadable time" for v in verdicts)
+    text = f"Late policy: {late} handed in late, {len(lost)} lost points"
+    if lost:
+        points = sum(float(r["raw_score"]) - float(r["score"]) for r in lost)
+        text += f" ({points:g} points in all)"
+    if unread:
+        text += f"; {unread} submission time(s) could not be read (raw score kept)"
+    return [f"<p>{e(text)}.</p>"]
+
+
 def render(out: Path, review_similarity: bool = True) -> str:
     grades = results.read_gradebook(out)
     manifest = run_manifest.read_if_any(out)
@@ -173,6 +193,7 @@ def render(out: Path, review_similarity: bool = True) -> str:
         mean = f", mean {statistics.mean(scores):.1f}" if scores else ""
         parts.append(f"<h2>{e(info['title'])} ({e(slug)})</h2>")
         parts.append(f"<p>{len(scores)} graded, out of {info['max_score']:g} points{mean}</p>")
+        parts += late_summary([r for r in records if r.get("assignment") == slug])
         parts.append(histogram(scores, float(info["max_score"]), f"scores of {slug}"))
     parts.append("<h2>Pass rate per graded cell, weakest first</h2><table>")
     parts.append("<tr><th>assignment</th><th>graded cell</th><th>passed</th><th></th></tr>")

@@ -111,6 +111,17 @@ def test_the_copies_rank_first_in_the_similarity_review(graded) -> None:
     assert lowest_copy >= 90 and highest_honest < 60
 
 
+def test_the_report_says_what_the_late_policy_took(graded) -> None:
+    page = (graded["out"] / "report.html").read_text(encoding="utf-8")
+    late = [v for v in graded["expected"]["late"].values() if v["percent"]]
+    lost = sum(
+        row["raw_score"] - row["score"] for row in rows(graded).values() if row["late"]["days_late"]
+    )
+    assert f"Late policy: {len(late)} handed in late, {len(late)} lost points ({lost:g} points" in (
+        page
+    )
+
+
 def test_the_export_names_the_visitor_then_leaves_them_out_by_name(graded) -> None:
     strict, export, out = graded["done"]["strict export"], graded["done"]["export"], graded["out"]
     assert strict.returncode == 1
