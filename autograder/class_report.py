@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from . import results, run_manifest, similarity_page
+from . import results, run_manifest
 from .run_manifest import ClassManifest
 
 
@@ -179,6 +179,8 @@ def late_summary(records: list[dict[str, Any]]) -> list[str]:
 
 
 def render(out: Path, review_similarity: bool = True) -> str:
+    from . import similarity_page  # copydetect and the released notebooks: only for a report
+
     grades = results.read_gradebook(out)
     manifest = run_manifest.read_if_any(out)
     records = [r for r in grades.get("submissions", []) if isinstance(r, dict)]

@@ -39,7 +39,6 @@ import numpy as np
 from attnkit.errors import KitError
 from attnkit.notebook_code import NotebookError, read_cells
 
-from .course import released_dir
 from .discovery import Submission, discover, is_notebook
 from .run_manifest import ClassManifest, Member, submission_id
 from .submission_file import Refused, parse_notebook, read_submission_file, without_outputs
@@ -174,6 +173,8 @@ def released_template(slug: str) -> Template:
     """The code cells of the notebook released for ``slug`` (what every student started
     from); a KitError when it cannot be found or generated."""
     try:
+        from .course import released_dir  # nbgrader's collector: loaded only when needed
+
         with released_dir(slug) as folder:
             cells = read_cells(folder / slug / f"{slug}.ipynb")
     except (OSError, KitError) as exc:

@@ -74,6 +74,20 @@ def test_importing_every_public_module_loads_no_instructor_package() -> None:
     assert done.stdout.strip() == "[]", done.stdout
 
 
+def test_the_command_line_starts_without_the_heavy_libraries() -> None:
+    """Every `attnkit` command builds the whole parser first: what that loads, every grade,
+    merge and export run pays (nbgrader alone is 2 s). Commands load those when they run."""
+    code = (
+        "import sys\n"
+        "from attnkit.cli import build_parser\n"
+        "build_parser()\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'nbgrader', 'copydetect', 'torch', 'matplotlib', 'jupyterlab'}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
+
+
 # -- the import graph ----------------------------------------------------------------------------
 
 PACKAGES = {
