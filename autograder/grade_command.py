@@ -264,6 +264,14 @@ def start_class(
             f"the hidden tests, the kit or the grading options changed since {args.out} was "
             "graded: its results are graded again"
         )
+    before = None if previous is None else previous.options.get("late_policy")
+    if before is not None and manifest.options["late_policy"] is None:
+        print(
+            f"note: {args.out} was graded with a late policy and this run has none: its "
+            "gradebook now holds the raw scores (pass --late-policy again to keep penalties)"
+        )
+    elif before is not None and before != manifest.options["late_policy"]:
+        print(f"note: the late policy changed: {args.out}'s gradebook is rewritten with it")
     run_manifest.write(args.out, manifest)
     return manifest
 
@@ -325,7 +333,19 @@ def run(args: argparse.Namespace) -> int:
     if absent:
         report_missing(absent, outcome.lost, args.out, settings.stamp)
         return 1
-    return 1 if unreadable else 0
+    return UNREADABLE_TIMES if unreadable else 0
+
+
+UNREADABLE_TIMES = 3
+"""The exit status of a run that graded every submission and wrote the gradebook, but whose
+late policy could not read some submission times (each is named; the raw score stands)."""
+
+
+def class_records(out: Path, manifest: run_manifest.ClassManifest) -> list[dict[str, Any]]:
+    """The class's rows as its gradebook holds them (its late policy applied): what a merge
+    or an accepted regrade hands to nbgrader."""
+    paths = [out / m.result for m in manifest.members]
+    return results.collect(paths, late.gradebook_adjuster(manifest, out))
 
 
 def report_late(manifest: run_manifest.ClassManifest, records: list[dict[str, Any]]) -> int:
@@ -348,8 +368,8 @@ def report_late(manifest: run_manifest.ClassManifest, records: list[dict[str, An
         )
     if unreadable:
         print(
-            "Fix those files (or grant the students an extension) and run the same command "
-            "again: nothing is graded twice.",
+            "Each student keeps the raw score until then. Fix those files (nbgrader writes one "
+            "line: the time) and run the same command again: nothing is graded twice.",
             file=sys.stderr,
         )
     return len(unreadable)

@@ -37,10 +37,9 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import os
 import re
-import stat
 import tomllib
+import unicodedata
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -51,106 +50,20 @@ from attnkit.assignments import ASSIGNMENTS, get_assignment
 from attnkit.errors import KitError
 from attnkit.terminal import one_line
 
-from .discovery import CANVAS_LATE_NOTE, Submission
+from .hand_in import (  # noqa: F401  (the platform's record, read in one place)
+    EARLIEST,
+    LATEST,
+    UTC,
+    HandIn,
+    gradescope_hand_in,
+    hand_in_of,
+    iso,
+    parse_time,
+    read_timestamp,
+)
 
-MAX_TIMESTAMP_BYTES = 4096
 MAX_POLICY_BYTES = 1024 * 1024
 DAY = dt.timedelta(days=1)
-UTC = dt.UTC
-
-
-@dataclass(frozen=True)
-class HandIn:
-    """When one submission was handed in, as its platform recorded it (all empty: no record).
-
-    ``at`` is ISO 8601, with an offset unless the platform wrote none (the policy's time zone
-    then reads it); ``problem`` names the file and line whose time could not be read."""
-
-    at: str = ""
-    source: str = ""
-    late_mark: bool = False
-    problem: str = ""
-
-
-# -- reading the platform's record -----------------------------------------------------------
-
-
-def parse_time(text: str) -> dt.datetime:
-    """A time as nbgrader (``2026-11-20 23:59:59.123456 UTC``), Gradescope (ISO 8601 with an
-    offset) or a person (``2026-11-20 23:59``, ``...Z``) writes it; ValueError otherwise."""
-    text = text.strip()
-    if text.endswith((" UTC", " GMT")):
-        return dt.datetime.fromisoformat(text[:-4].strip()).replace(tzinfo=UTC)
-    if len(text) > 64:
-        raise ValueError("too long for a time")
-    return dt.datetime.fromisoformat(text)
-
-
-def iso(moment: dt.datetime) -> str:
-    return (moment.astimezone(UTC) if moment.tzinfo else moment).isoformat()
-
-
-def read_timestamp(path: Path) -> HandIn:
-    """nbgrader's timestamp.txt: one line holding a time. Whatever the file holds, a HandIn:
-    an unreadable one says which file and line, and why."""
-    source = "nbgrader timestamp.txt"
-    try:
-        info = os.lstat(path)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_TIMESTAMP_BYTES:
-            why = "not a small regular file"
-            return HandIn(source=source, problem=f"{one_line(str(path))} line 1: {why}")
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_TIMESTAMP_BYTES + 1)
-    except OSError as exc:
-        return HandIn(source=source, problem=f"{one_line(str(path))}: {exc.strerror}")
-    lines = data.decode("utf-8", "replace").splitlines() or [""]
-    filled = [n for n, line in enumerate(lines, 1) if line.strip()]
-    line_no = filled[0] if filled else 1
-    if len(filled) > 1:
-        why = f"a second time on line {filled[1]}"
-        return HandIn(source=source, problem=f"{one_line(str(path))} line {filled[1]}: {why}")
-    try:
-        return HandIn(at=iso(parse_time(lines[line_no - 1])), source=source)
-    except ValueError:
-        text = one_line(lines[line_no - 1].strip()[:60]) or "nothing"
-        why = f"{text!r} is not a time like 2026-11-20 23:59:59.000000 UTC"
-        return HandIn(source=source, problem=f"{one_line(str(path))} line {line_no}: {why}")
-
-
-def hand_in_of(submission: Submission, root: Path) -> HandIn:
-    """The platform's record of when ``submission`` was handed in (see the module's text)."""
-    if CANVAS_LATE_NOTE in submission.notes:
-        return HandIn(source="Canvas LATE mark", late_mark=True)
-    if root.name == "submitted" or (root / "submitted").is_dir():
-        top = root if root.name == "submitted" else root / "submitted"
-        try:
-            parts = submission.path.relative_to(top).parts
-        except ValueError:
-            return HandIn()
-        if len(parts) == 3:  # <student>/<assignment>/<notebook>: nbgrader's own layout
-            stamp = submission.path.parent / "timestamp.txt"
-            if os.path.lexists(stamp):
-                return read_timestamp(stamp)
-    return HandIn()
-
-
-def gradescope_hand_in(metadata_path: Path) -> tuple[HandIn, str]:
-    """(the hand-in, Gradescope's due date or "") from ``submission_metadata.json``."""
-    import json
-
-    source = "Gradescope submission_metadata.json"
-    try:
-        if os.path.getsize(metadata_path) > MAX_POLICY_BYTES:
-            raise ValueError("too large")
-        document = json.loads(metadata_path.read_text(encoding="utf-8"))
-        at = iso(parse_time(str(document["created_at"])))
-        due = (document.get("assignment") or {}).get("due_date") or ""
-        return HandIn(at=at, source=source), iso(parse_time(due)) if due else ""
-    except FileNotFoundError:
-        return HandIn(), ""
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-        why = f"created_at is missing or not a time ({one_line(str(exc))[:120]})"
-        return HandIn(source=source, problem=f"{metadata_path}: {why}"), ""
 
 
 # -- the policy --------------------------------------------------------------------------------
@@ -192,11 +105,12 @@ OF = ("points possible", "score")
 
 
 class PolicyError(ValueError):
-    """One thing wrong with a policy, and the key (or TOML key path) it is about."""
+    """One thing wrong with a policy, the key it is about, and the table that holds the key
+    (``deadlines``, ``extensions``; empty for ``[late]`` itself)."""
 
-    def __init__(self, key: str, why: str) -> None:
+    def __init__(self, key: str, why: str, table: str = "") -> None:
         super().__init__(why)
-        self.key, self.why = key, why
+        self.key, self.why, self.table = key, why, table
 
 
 def setting(table: dict[str, Any], name: str, default: Any) -> Any:
@@ -207,7 +121,8 @@ def setting(table: dict[str, Any], name: str, default: Any) -> Any:
         kinds = (int,) if integral else (int, float)
         if isinstance(value, bool) or not isinstance(value, kinds):
             raise PolicyError(name, f"{name} must be a {'whole ' if integral else ''}number")
-        if not (math.isfinite(value) and low <= value <= high):
+        # Compared as they are: a 300-digit integer is out of range, not a float overflow.
+        if not (low <= value <= high) or value != value:
             raise PolicyError(name, f"{name} must lie between {low:g} and {high:g}")
         return value if integral else float(value)
     if not isinstance(value, str):
@@ -215,7 +130,7 @@ def setting(table: dict[str, Any], name: str, default: Any) -> Any:
     return value
 
 
-def time_text(value: Any, key: str, zone: dt.tzinfo) -> str:
+def time_text(value: Any, key: str, zone: dt.tzinfo, table: str) -> str:
     """A TOML date-time (or a string holding one) as ISO 8601 with its offset."""
     if isinstance(value, dt.datetime):
         moment = value
@@ -223,26 +138,47 @@ def time_text(value: Any, key: str, zone: dt.tzinfo) -> str:
         try:
             moment = parse_time(value)
         except ValueError:
-            raise PolicyError(key, f"{one_line(value[:60])!r} is not a date and time") from None
+            why = f"{one_line(value[:60])!r} is not a date and time"
+            raise PolicyError(key, why, table) from None
     else:
-        raise PolicyError(key, "must be a date and time like 2026-11-20T23:59:00+01:00")
+        why = "must be a date and time like 2026-11-20T23:59:00+01:00"
+        raise PolicyError(key, why, table)
+    if not EARLIEST <= moment.year <= LATEST:
+        raise PolicyError(key, f"the year {moment.year} is not between {EARLIEST} and {LATEST}",
+                          table)  # fmt: skip
     return iso(moment if moment.tzinfo else moment.replace(tzinfo=zone))
 
 
-def slug_of(name: str, key: str) -> str:
+def slug_of(name: str, key: str, table: str) -> str:
+    if name == "*":
+        return name
     try:
         return get_assignment(name).slug
     except KeyError:
         known = ", ".join(ASSIGNMENTS)
-        raise PolicyError(key, f"{one_line(name[:60])!r} is no assignment ({known})") from None
+        why = f"{one_line(name[:60])!r} is no assignment ({known})"
+        raise PolicyError(key, why, table) from None
+
+
+def by_slug(table: dict[str, Any], key: str, section: str, read: Any) -> dict[str, Any]:
+    """``table``'s values by assignment slug; one assignment named twice (``2`` and
+    ``02_self_attention``) is refused rather than one of the two dropped."""
+    found: dict[str, Any] = {}
+    for name, value in table.items():
+        slug = slug_of(name, key if key else name, section)
+        if slug in found:
+            raise PolicyError(key or name, f"{slug} is named twice", section)
+        found[slug] = read(value, key or name)
+    return found
 
 
 def extension_value(value: Any, key: str, zone: dt.tzinfo) -> float | str:
     if isinstance(value, int | float) and not isinstance(value, bool):
-        if not (math.isfinite(value) and 0 <= value <= 365):
-            raise PolicyError(key, "an extension in days must lie between 0 and 365")
+        if not (0 <= value <= 365):  # NaN compares false; a huge integer is out of range
+            why = "an extension in days must lie between 0 and 365"
+            raise PolicyError(key, why, "extensions")
         return float(value)
-    return time_text(value, key, zone)
+    return time_text(value, key, zone, "extensions")
 
 
 def read_extensions(table: Any, zone: dt.tzinfo) -> dict[str, dict[str, Any]]:
@@ -250,13 +186,17 @@ def read_extensions(table: Any, zone: dt.tzinfo) -> dict[str, dict[str, Any]]:
         raise PolicyError("extensions", "[late.extensions] must be a table")
     extensions: dict[str, dict[str, Any]] = {}
     for student, value in table.items():
+        # Ids compared in one Unicode form: a folder named zoë matches an extension for zoë
+        # however either was typed.
+        name = unicodedata.normalize("NFC", student)
+        if name in extensions:
+            raise PolicyError(student, f"{one_line(student[:60])!r} is named twice", "extensions")
         if isinstance(value, dict):
-            extensions[student] = {
-                s if s == "*" else slug_of(s, student): extension_value(v, student, zone)
-                for s, v in value.items()
-            }
+            extensions[name] = by_slug(
+                value, student, "extensions", lambda v, k: extension_value(v, k, zone)
+            )
         else:
-            extensions[student] = {"*": extension_value(value, student, zone)}
+            extensions[name] = {"*": extension_value(value, student, zone)}
     return extensions
 
 
@@ -279,7 +219,7 @@ def policy_from_dict(table: Any) -> LatePolicy:
     if of not in OF:
         raise PolicyError("of", f"of must be one of {', '.join(map(repr, OF))}")
     deadlines = table.get("deadlines", {})
-    if not isinstance(deadlines, dict):
+    if not isinstance(deadlines, dict) or not all(isinstance(k, str) for k in deadlines):
         raise PolicyError("deadlines", "[late.deadlines] must be a table")
     return LatePolicy(
         penalty_per_day=setting(table, "penalty_per_day", 0.0),
@@ -288,18 +228,27 @@ def policy_from_dict(table: Any) -> LatePolicy:
         grace_minutes=setting(table, "grace_minutes", 0.0),
         late_mark_days=setting(table, "late_mark_days", 1),
         timezone=zone_name,
-        deadlines={slug_of(k, k): time_text(v, k, zone) for k, v in deadlines.items()},
+        deadlines=by_slug(
+            deadlines, "", "deadlines", lambda v, k: time_text(v, k, zone, "deadlines")
+        ),
         extensions=read_extensions(table.get("extensions", {}), zone),
     )
 
 
-def line_of(text: str, key: str) -> int:
-    """The line of ``text`` where ``key`` is set (its first mention), or 1."""
+def line_of(text: str, key: str, table: str = "") -> int:
+    """The line of ``text`` where ``key`` is set in ``[late.<table>]`` (or ``[late]``), else
+    its first mention anywhere, else 1."""
     pattern = re.compile(rf"^\s*(\[.*\b{re.escape(key)}\b.*\]|[\"']?{re.escape(key)}[\"']?\s*=)")
-    for number, line in enumerate(text.splitlines(), 1):
-        if pattern.search(line):
+    header = re.compile(r"^\s*\[([^\]]*)\]")
+    lines = text.splitlines()
+    wanted = f"late.{table}" if table else "late"
+    section = ""
+    for number, line in enumerate(lines, 1):
+        if found := header.match(line):
+            section = found[1].strip().replace(" ", "")
+        elif section == wanted and pattern.search(line):
             return number
-    return 1
+    return next((n for n, line in enumerate(lines, 1) if pattern.search(line)), 1)
 
 
 def read_policy(path: Path) -> LatePolicy:
@@ -324,7 +273,9 @@ def read_policy(path: Path) -> LatePolicy:
     try:
         return policy_from_dict(document.get("late"))
     except PolicyError as exc:
-        raise KitError(f"{path} line {line_of(text, exc.key)}: {exc.why}.", hint) from None
+        raise KitError(
+            f"{path} line {line_of(text, exc.key, exc.table)}: {exc.why}.", hint
+        ) from None
 
 
 def policy_option(value: Any) -> dict[str, Any] | None:
@@ -347,7 +298,7 @@ def deadline_for(
     """(the student's deadline for ``slug``, how an extension set it), or (None, "") when
     neither the policy nor the platform names a deadline."""
     base_text = policy.deadlines.get(slug) or platform_due
-    extension = policy.extensions.get(student, {})
+    extension = policy.extensions.get(unicodedata.normalize("NFC", student), {})
     value = extension.get(slug, extension.get("*"))
     if isinstance(value, str):
         return policy.moment(value), f"an extension to {value}"
@@ -356,7 +307,10 @@ def deadline_for(
     base = policy.moment(base_text)
     if value is None:
         return base, ""
-    return base + dt.timedelta(days=value), f"an extension of {value:g} day(s)"
+    # Days on the course's clock: an extension across a change of summer time keeps the
+    # deadline's hour of day.
+    local = base.astimezone(policy.zone()).replace(tzinfo=None) + dt.timedelta(days=value)
+    return local.replace(tzinfo=policy.zone()), f"an extension of {value:g} day(s)"
 
 
 def days_late(policy: LatePolicy, hand_in: HandIn, deadline: dt.datetime) -> int:
@@ -426,7 +380,8 @@ def decide(
 
 def extensions_for_no_one(policy: LatePolicy, students: set[str]) -> list[str]:
     """The students the policy grants an extension whom no submission names (a typo?)."""
-    return sorted(s for s in policy.extensions if s not in students)
+    handed_in = {unicodedata.normalize("NFC", s) for s in students}
+    return sorted(s for s in policy.extensions if s not in handed_in)
 
 
 def gradebook_adjuster(

@@ -102,8 +102,9 @@ def key(text: str) -> str:
     return text.lower()
 
 
-def roster_rows(path: Path, data: bytes) -> list[list[str]]:
-    """The roster file's CSV rows, or a refusal naming the line that is not CSV text."""
+def roster_rows(path: Path, data: bytes) -> list[tuple[int, list[str]]]:
+    """The roster file's CSV rows, each with the line it ends on, or a refusal naming the
+    line that is not CSV text."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -112,6 +113,7 @@ def roster_rows(path: Path, data: bytes) -> list[list[str]]:
     if "\0" in text:
         raise refuse(path, f"line {text[: text.index(chr(0))].count(chr(10)) + 1} holds a NUL byte")
     rows: list[list[str]] = []
+    lines: list[int] = []
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         for row in reader:
@@ -119,9 +121,10 @@ def roster_rows(path: Path, data: bytes) -> list[list[str]]:
                 why = f"over {MAX_COLUMNS} columns or {MAX_ROWS} rows"
                 raise refuse(path, f"line {reader.line_num}: {why}")
             rows.append(row)
+            lines.append(reader.line_num)
     except csv.Error as exc:
         raise refuse(path, f"line {reader.line_num} is not CSV: {exc}") from None
-    return rows
+    return list(zip(lines, rows, strict=True))
 
 
 def read_roster(path: Path) -> list[Student]:
@@ -138,7 +141,7 @@ def read_roster(path: Path) -> list[Student]:
     rows = roster_rows(path, data)
     if not rows:
         raise refuse(path, "empty")
-    header = [h.strip() for h in rows[0]]
+    header = [h.strip() for h in rows[0][1]]
     lower = [h.lower() for h in header]
     ids = sorted((i for i, h in enumerate(lower) if h in ID_COLUMNS),
                  key=lambda i: ID_COLUMNS.index(lower[i]))  # fmt: skip
@@ -149,16 +152,19 @@ def read_roster(path: Path) -> list[Student]:
         columns = ", ".join(map(repr, header[:20]))
         raise refuse(path, f"line 1, the header, has no id or email column among {columns}")
     students = []
-    for row in rows[1:]:
+    for number, row in rows[1:]:
 
         def cell(i: int, row: list[str] = row) -> str:
             return row[i].strip() if i < len(row) else ""
 
         if not any(c.strip() for c in row) or cell(0).lower() == "points possible":
             continue  # a blank line, or Canvas's points row
+        if len(row) > len(header):
+            why = f"{len(row)} cells under a header of {len(header)}"
+            raise refuse(path, f"line {number} has {why} (a comma that lost its quotes?)")
         keys = frozenset(key(cell(i)) for i in ids + emails if cell(i))
         if not keys:
-            continue
+            raise refuse(path, f"line {number} has no id and no email: no student can match it")
         ident = next(((header[i], cell(i)) for i in ids if cell(i)), ("", ""))
         students.append(
             Student(
@@ -275,7 +281,7 @@ def export(
 ) -> Path:
     grades = read_gradebook(out)
     students = read_roster(roster)
-    grades = {**grades, "submissions": chosen(grades["submissions"], leave_out)}
+    grades = {**grades, "submissions": chosen(grades["submissions"], leave_out, students)}
     matched = match(students, grades["submissions"], sorted(grades["assignments"]))
     if matched.unmatched:
         raise KitError(
@@ -298,15 +304,24 @@ def export(
     return target
 
 
-def chosen(records: list[dict[str, Any]], leave_out: tuple[str, ...]) -> list[dict[str, Any]]:
+def chosen(
+    records: list[dict[str, Any]], leave_out: tuple[str, ...], students: list[Student]
+) -> list[dict[str, Any]]:
     """The gradebook's rows less those of the students the instructor left out by their
-    exact id, each listed; an id that names no row is refused (a typo leaves nobody out)."""
+    exact id, each listed. An id that names no row is refused (a typo leaves nobody out),
+    and so is one on the roster: leaving them out would blank (or zero) a real grade."""
     ids = {str(r.get("student")) for r in records}
     unknown = sorted(set(leave_out) - ids)
     if unknown:
         raise KitError(
             f"--leave-out names no student of the gradebook: {one_line(', '.join(unknown))}.",
             "Give the student ids exactly as grades.json has them.",
+        )
+    listed = sorted(s for s in set(leave_out) if any(key(s) in row.keys for row in students))
+    if listed:
+        raise KitError(
+            f"--leave-out names a student who is on the roster: {one_line(', '.join(listed))}.",
+            "--leave-out is for submissions of students on no roster; export them as they are.",
         )
     for student in sorted(set(leave_out)):
         print(f"left out on purpose: {one_line(student)}")

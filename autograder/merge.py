@@ -368,11 +368,12 @@ def run(args: argparse.Namespace) -> int:
     from . import grade_command
 
     out, manifest = merge(args.paths, args.out)
-    records = results.collect([out / m.result for m in manifest.members])
+    records = grade_command.class_records(out, manifest)
     print(results.summary_table(records))
     print(f"wrote {out / 'grades.json'} and {out / 'grades.csv'}")
+    unreadable = grade_command.report_late(manifest, records)
     gradebook = manifest.options.get("gradebook")
     grade_command.publish_to_nbgrader(
         None if gradebook is None else Path(gradebook), Path(manifest.submissions), records
     )
-    return 0
+    return grade_command.UNREADABLE_TIMES if unreadable else 0

@@ -155,14 +155,15 @@ def resolve(args: argparse.Namespace) -> CourseSecret | None:
 @contextlib.contextmanager
 def inputs_of(
     secret: CourseSecret | None, slug: str, student: str, reference: Any
-) -> Iterator[None]:
+) -> Iterator[Any]:
     """The hidden tests of ``student``'s submission inside this block draw their random
     inputs from the student's salt, and the reference's answers to them are forgotten
-    afterwards. Without a secret, nothing changes."""
+    afterwards; the block gives the seeds drawn (a ``suite_support.Draws``). Without a
+    secret, nothing changes, and it gives None."""
     if secret is None:
-        yield
+        yield None
         return
     from .suite_support import salted
 
-    with salted(secret.salt(slug, student)), reference.one_submission():
-        yield
+    with salted(secret.salt(slug, student)) as draws, reference.one_submission():
+        yield draws

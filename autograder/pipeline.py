@@ -203,12 +203,13 @@ def run_in_sandbox(grading: Grading) -> None:
     happened (the next submission starts from the same state)."""
     impl = open_sandbox(grading)
     reference = reference_implementation(grading.slug)
-    student = grading.submission.student
+    student, draws = grading.submission.student, None
     try:
         run_cells(grading, impl)
-        with inputs_of(grading.settings.course_secret, grading.slug, student, reference):
+        with inputs_of(grading.settings.course_secret, grading.slug, student, reference) as d:
             run_hidden_tests(grading, impl, reference)
             regrade_live_definitions(grading, impl, reference)
+        draws = d
         collect_heatmaps(grading, impl, reference)
     finally:
         impl.close()
@@ -224,6 +225,8 @@ def run_in_sandbox(grading: Grading) -> None:
         grading.run["shared_cells"] = {"cells": impl.shared_cells, "why": SHARED_WHY}
     if grading.settings.course_secret is not None:  # the secret's digest, never the secret
         grading.run["per_student_inputs"] = grading.settings.course_secret.digest
+        if draws is not None:  # which inputs this student's tests drew, as one digest
+            grading.run["inputs_drawn"] = {"seeds": draws.count, "digest": draws.digest()}
 
 
 def refuse_grader_faults(grading: Grading) -> None:

@@ -323,7 +323,7 @@ def regrade(args: argparse.Namespace) -> int:
             )
     else:
         code = grade_command.run(grading)
-        if code != 0:
+        if code not in (0, grade_command.UNREADABLE_TIMES):
             print("the regrade is incomplete: no change report was written", file=sys.stderr)
             return code
     new = run_manifest.read(target)
@@ -395,7 +395,7 @@ def accept(out: Path) -> int:
                 ) from None
             raise
     print(f"the regrade is now the gradebook of {out}; the old one is kept in {kept}")
-    records = results.collect([out / m.result for m in new.members])
+    records = grade_command.class_records(out, new)
     gradebook = new.options.get("gradebook")
     grade_command.publish_to_nbgrader(
         None if gradebook is None else Path(gradebook), Path(new.submissions), records

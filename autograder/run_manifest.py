@@ -28,7 +28,8 @@ from attnkit import __version__
 from attnkit.errors import KitError
 
 from .discovery import Submission
-from .late import HandIn, PolicyError, hand_in_of, policy_from_dict, policy_option
+from .hand_in import HandIn, hand_in_of
+from .late import PolicyError, policy_from_dict, policy_option
 from .results import result_path, sha256_file, write_atomic
 from .shards import Shard
 

@@ -102,6 +102,12 @@ def commands_for(args: argparse.Namespace, out: Path) -> tuple[list[str], list[s
     """The shard task's command and the merge job's, as argument lists."""
     kit = [sys.executable, "-m", "attnkit"]
     secret = secret_options(args, out)
+    if args.regrade and args.late_policy is not None:
+        raise KitError(
+            "--regrade applies the late policy OUT's class.json records.",
+            "To apply another policy, grade with `attnkit grade ... --late-policy NEW.toml` "
+            "(nothing is graded twice), then regrade.",
+        )
     if args.regrade:
         regrade = [*kit, "regrade", str(out), *secret]
         return [*regrade, "--shards", str(args.shards)], regrade

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import hashlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,14 +36,36 @@ from .harness import Subject
 _salt: contextvars.ContextVar[int | None] = contextvars.ContextVar("input_salt", default=None)
 
 
+class Draws:
+    """The seeds a submission's random inputs were drawn from, in order: its digest, kept
+    with the result, shows the inputs were the student's own (two students, two digests)."""
+
+    def __init__(self) -> None:
+        self._digest = hashlib.sha256()
+        self.count = 0
+
+    def add(self, seed: int) -> None:
+        self._digest.update(seed.to_bytes(8, "little"))
+        self.count += 1
+
+    def digest(self) -> str:
+        return self._digest.hexdigest()[:16]
+
+
+_draws: contextvars.ContextVar[Draws | None] = contextvars.ContextVar("draws", default=None)
+
+
 @contextlib.contextmanager
-def salted(salt: int) -> Iterator[None]:
-    """Draw every random input from ``salt`` mixed with its seed, inside this block only."""
-    token = _salt.set(salt)
+def salted(salt: int) -> Iterator[Draws]:
+    """Draw every random input from ``salt`` mixed with its seed, inside this block only;
+    the block's :class:`Draws` records the seeds drawn."""
+    draws = Draws()
+    token, draws_token = _salt.set(salt), _draws.set(draws)
     try:
-        yield
+        yield draws
     finally:
         _salt.reset(token)
+        _draws.reset(draws_token)
 
 
 def current_salt() -> int | None:
@@ -56,7 +79,10 @@ def input_seed(seed: int) -> int:
     if salt is None:
         return seed
     state = np.random.SeedSequence([salt, seed]).generate_state(1, dtype=np.uint64)
-    return int(state[0])
+    drawn = int(state[0])
+    if (draws := _draws.get()) is not None:
+        draws.add(drawn)
+    return drawn
 
 
 def rng(seed: int) -> np.random.Generator:

@@ -89,6 +89,15 @@ def test_hidden_inputs_were_drawn_per_student(graded) -> None:
     manifest = json.loads((graded["out"] / "class.json").read_text())
     digest = manifest["options"]["seed_per_student"]  # the secret's digest, never the secret
     assert isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{12}", digest), digest
+    # Each result says which seeds its hidden inputs were drawn from: forty students, forty
+    # draws (the copiers included: their inputs are their own too).
+    drawn = {}
+    for path in (graded["out"] / "results").glob("*/*.json"):
+        record = json.loads(path.read_text())
+        assert record["run"]["per_student_inputs"] == digest
+        drawn[record["student"]] = record["run"]["inputs_drawn"]
+    assert len(drawn) == 40 and all(d["seeds"] > 10 for d in drawn.values()), drawn
+    assert len({d["digest"] for d in drawn.values()}) == 40
     secret = (graded["class"] / "course-secret").read_text().strip()
     for path in graded["out"].rglob("*"):
         if path.is_file():
@@ -150,7 +159,7 @@ def test_a_malformed_timestamp_is_named_by_file_and_line_and_nothing_is_regraded
     stamp.write_text("\n2026-11-23T20:00 next tuesday\n")
     grade = graded["commands"][1].replace("../class-of-40-grades", str(out))
     done = run(grade.replace("../class-of-40/", f"{copy}/"), graded["clone"], graded["env"])
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 3, done.stdout + done.stderr  # graded, gradebook written
     assert f"{stamp} line 2: '2026-11-23T20:00 next tuesday' is not a time" in done.stderr
     assert re.search(r"40 submission\(s\) already graded", done.stdout), done.stdout
     noor = {r["student"]: r for r in json.loads((out / "grades.json").read_text())["submissions"]}

@@ -116,6 +116,16 @@ def test_a_penalty_of_the_score_and_the_cases_with_no_time(policy) -> None:
         ("[late]\npenalty_per_day = 10\n[late.deadlines]\n09_nothing = 2026-01-01T00:00:00Z\n",
          4, "is no assignment"),
         ("[late]\npenalty_per_day = 10\n[late.extensions]\njdoe = -3\n", 4, "between 0 and 365"),
+        ("[late]\npenalty_per_day = 1" + "0" * 300 + "\n", 2, "must lie between 0 and 100"),
+        ("[late]\npenalty_per_day = 10\n[late.extensions]\njdoe = 1" + "0" * 300 + "\n", 4,
+         "between 0 and 365"),
+        ("[late]\npenalty_per_day = 10\n[late.deadlines]\n2 = 0001-01-01T00:00:00Z\n", 4,
+         "the year 1 is not between"),
+        ("[late]\npenalty_per_day = 10\n[late.deadlines]\n2 = 2026-01-01T00:00:00Z\n"
+         "02_self_attention = 2026-01-02T00:00:00Z\n", 5, "02_self_attention is named twice"),
+        ("[late]\npenalty_per_day = 10\n# 02_self_attention is due soon\n[late.deadlines]\n"
+         "03_causal_attention = 2026-01-01T00:00:00Z\n\n\n02_self_attention = 'soon'\n", 8,
+         "'soon' is not a date"),
         ("[late]\nmax_penalty = 10\n", 1, "penalty_per_day is missing"),
         ("[late]\npenalty_per_day = 10\nof = [\n", 3, "(not TOML)"),
         ("[late]\npenalty_per_day = 10\nof = 'x\ngrace_minutes = 1\n", 4, "(not TOML)"),
@@ -137,6 +147,7 @@ def test_a_bad_policy_is_named_by_file_and_line(tmp_path, text, line, words) -> 
         ("2026-11-20 23:59:59.123456 UTC\n", "2026-11-20T23:59:59.123456+00:00"),  # nbgrader
         ("2026-11-21T00:59:59+01:00", "2026-11-20T23:59:59+00:00"),
         ("\n\n2026-11-20 23:59\n", "2026-11-20T23:59:00"),  # no offset: the policy's zone
+        ("2026-11-20 15:59:59.000000 PST", "2026-11-20T15:59:59"),  # nbgrader's own zone name
     ],
 )
 def test_nbgraders_timestamp_is_read(tmp_path, content, at) -> None:
@@ -148,7 +159,9 @@ def test_nbgraders_timestamp_is_read(tmp_path, content, at) -> None:
 @pytest.mark.parametrize(
     ("content", "line"),
     [("yesterday\n", 1), ("\n\n2026-13-40 99:99:99 UTC\n", 3),
-     ("2026-11-20 23:59:59 UTC\n2026-11-19 10:00:00 UTC\n", 2), ("", 1)],
+     ("2026-11-20 23:59:59 UTC\n2026-11-19 10:00:00 UTC\n", 2), ("", 1),
+     ("9999-12-31T23:59:00-12:00\n", 1), ("0001-01-01T00:00:00+14:00", 1),
+     ("1969-12-31 23:59:59 UTC", 1)],
 )  # fmt: skip
 def test_a_malformed_timestamp_names_its_file_and_line(tmp_path, content, line) -> None:
     path = tmp_path / "timestamp.txt"
@@ -196,13 +209,20 @@ def test_time_comes_only_from_where_the_platform_writes_it(tmp_path) -> None:
     mine.mkdir(parents=True)
     (mine / f"{SLUG}.ipynb").write_text(notebook)
     (mine / "timestamp.txt").write_text("2026-11-21 00:30:00.000000 UTC\n")
-    deep = course / "submitted" / "ben" / SLUG / "extra"
+    deep = course / "submitted" / "ben" / SLUG / "work"
     deep.mkdir(parents=True)
     (deep / f"{SLUG}.ipynb").write_text(notebook)
     (deep / "timestamp.txt").write_text("2020-01-01 00:00:00 UTC\n")  # not nbgrader's place
+    (course / "submitted" / "ben" / SLUG / "timestamp.txt").write_text("2026-11-22 10:00 UTC")
+    none = course / "submitted" / "cy" / SLUG / "work"
+    none.mkdir(parents=True)
+    (none / f"{SLUG}.ipynb").write_text(notebook)  # moved down, and no timestamp.txt at all
     found = {s.student: late.hand_in_of(s, course) for s in discover(course)}
     assert found["ada"] == late.HandIn("2026-11-21T00:30:00+00:00", "nbgrader timestamp.txt")
-    assert found["ben"] == late.HandIn()
+    # A notebook in a folder below: the assignment folder's own timestamp.txt still counts.
+    assert found["ben"] == late.HandIn("2026-11-22T10:00:00+00:00", "nbgrader timestamp.txt")
+    # nbgrader always writes one: none at all is named, never read as "no time, no penalty".
+    assert found["cy"].problem.endswith("there is none") and not found["cy"].at
     # A folder per student (an LMS download): a timestamp.txt there is the student's file.
     downloads = tmp_path / "downloads"
     (downloads / "cy").mkdir(parents=True)
@@ -291,6 +311,20 @@ def test_gradescope_applies_the_policy_to_its_metadata(tmp_path, policy) -> None
     assert str(metadata) in broken["late"]["reason"]
 
 
+def test_an_extension_keeps_the_hour_across_summer_time_and_any_unicode_form(tmp_path) -> None:
+    path = tmp_path / "course.toml"
+    path.write_text(
+        '[late]\npenalty_per_day = 10\ntimezone = "Europe/Paris"\n[late.deadlines]\n'
+        '02_self_attention = "2026-10-24 23:59"\n[late.extensions]\n"zo\u00eb" = 2\n'
+    )
+    policy = late.read_policy(path)
+    # 26 October is after the clocks go back: 2 more days end at 23:59 Paris time still.
+    nfd = "zoe\u0308"  # the same name, decomposed, as a file system may give it
+    handed = late.HandIn("2026-10-26T22:30:00+00:00", "x")  # 23:30 in Paris
+    assert late.decide(policy, handed, graded(nfd, 14))["late"]["status"] == "on time"
+    assert late.extensions_for_no_one(policy, {nfd}) == []
+
+
 def test_a_link_or_a_huge_file_is_not_a_timestamp(tmp_path) -> None:
     target = tmp_path / "elsewhere.txt"
     target.write_text("2026-11-20 23:59:59 UTC\n")
@@ -300,3 +334,36 @@ def test_a_link_or_a_huge_file_is_not_a_timestamp(tmp_path) -> None:
     huge = tmp_path / "huge.txt"
     huge.write_text("2026-11-20 23:59:59 UTC\n" + " " * 10_000)
     assert "not a small regular file" in late.read_timestamp(huge).problem
+
+
+def test_every_gradebook_writer_applies_the_classs_policy(tmp_path, policy) -> None:
+    """A merge and an accepted regrade hand nbgrader the rows the gradebook holds: the
+    late policy applied (grade_command.class_records), never the raw results."""
+    from attnkit_autograder import grade_command
+
+    out, members = tmp_path / "out", []
+    member = run_manifest.Member(
+        id=f"ada/{SLUG}", result=f"results/ada/{SLUG}.json", sha256="0" * 64,
+        handed_in=late.HandIn("2026-11-22T00:00:00+00:00", "nbgrader timestamp.txt"),
+    )  # fmt: skip
+    write_result(out, members, graded("ada", 14.0), member)
+    manifest = run_manifest.ClassManifest(
+        submissions=str(tmp_path), assignment=None,
+        options={"late_policy": policy.to_dict()}, hidden_tests="x", members=tuple(members),
+    )  # fmt: skip
+    (row,) = grade_command.class_records(out, manifest)
+    assert (row["raw_score"], row["score"]) == (14.0, pytest.approx(11.2))
+
+
+def test_a_slurm_regrade_refuses_a_new_policy(tmp_path) -> None:
+    import argparse
+
+    from attnkit_autograder import slurm
+
+    args = argparse.Namespace(
+        regrade=True, submissions=None, out=tmp_path, shards=2, assignment=None,
+        feedback=False, seed_per_student=False, course_secret=None,
+        late_policy=tmp_path / "new.toml",
+    )  # fmt: skip
+    with pytest.raises(KitError, match=r"applies the late policy OUT's class\.json records"):
+        slurm.commands_for(args, tmp_path)

@@ -209,3 +209,31 @@ def test_odd_files_are_refused_by_name(tmp_path) -> None:
     (huge / "grades.json").write_text(json.dumps(document))
     with pytest.raises(KitError, match="malformed"):
         read_gradebook(huge)
+
+
+def test_leave_out_takes_only_students_on_no_roster(tmp_path) -> None:
+    out = gradebook(tmp_path / "out", [record("ada", 14.0), record("visitor", 9.0)])
+    roster = write_csv(tmp_path / "canvas.csv", CANVAS_ROSTER)
+    # Ada is on the roster: leaving her out would blank (or zero) a real grade.
+    with pytest.raises(KitError, match="on the roster: ada"):
+        lms_export.export(out, "canvas", roster, "zero", ("ada",))
+    lms_export.export(out, "canvas", roster, "zero", ("visitor",))
+    rows = list(csv.reader((out / "export-canvas.csv").open(newline="")))
+    assert rows[2][-1] == "14" and len(rows) == 2 + 3
+
+
+@pytest.mark.parametrize(
+    ("lines", "words"),
+    [
+        (
+            ["Student,ID,SIS Login ID", "Lovelace, Ada,11,ada"],
+            "line 2 has 4 cells under a header of 3",
+        ),
+        (["Student,ID,SIS Login ID", "Ada,11,ada", "Ben,,"], "line 3 has no id and no email"),
+    ],
+)
+def test_a_roster_row_that_cannot_be_matched_is_named_by_line(tmp_path, lines, words) -> None:
+    roster = tmp_path / "roster.csv"
+    roster.write_text("\n".join(lines) + "\n")
+    with pytest.raises(KitError, match=words):
+        lms_export.read_roster(roster)

@@ -431,7 +431,7 @@ def test_the_sbatch_scripts_pass_the_secrets_file_never_the_secret(tmp_path) -> 
 def slurm_args(out: Path, regrade: bool) -> Any:
     return argparse.Namespace(
         regrade=regrade, submissions=None, out=out, shards=2, assignment=None, feedback=False,
-        seed_per_student=False, course_secret=None,
+        seed_per_student=False, course_secret=None, late_policy=None,
     )  # fmt: skip
 
 
