@@ -290,7 +290,7 @@ def test_gradescope_applies_the_policy_to_its_metadata(tmp_path, policy) -> None
     metadata.write_text(json.dumps({
         "created_at": "2026-11-22T01:00:00.000000+01:00",
         "assignment": {"due_date": "2026-11-30T23:00:00.000000-08:00"},
-        "users": [{"email": "someone@example.edu", "id": 77}, {"email": "jdoe", "id": 78}],
+        "users": [{"email": "someone@example.edu", "id": 77}, {"email": "JDoe", "id": 78}],
     }))  # fmt: skip
     record = {**graded("submission", 14.0), "tests": []}
     decided = apply_late_policy(policy, record, metadata)
