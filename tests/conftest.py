@@ -51,15 +51,19 @@ def chromium_flags(profile: str, window: str = "1200,1500") -> list[str]:
 # running one alone at the end; without workers, the fast tests run first.
 LONGEST_FIRST = (
     "test_readme.py",
-    "test_student_bundle.py",
-    "test_course_loop.py",
-    "test_grader_hostile.py",
+    "test_fairness.py",
     "test_shards.py",
     "test_slurm.py",
-    "test_diagnosis_corpus.py",
-    "test_diagnosis.py",
     "test_grade_run.py",
+    "test_grader_hostile.py",
+    "test_student_bundle.py",
+    "test_notebooks_execute.py",
     "test_grader_engine.py",
+    "test_course_loop.py",
+    "test_sandbox_state.py",
+    "test_similarity.py",
+    "test_diagnosis.py",
+    "test_diagnosis_corpus.py",
 )
 SPREAD = ("test_readme.py",)
 
