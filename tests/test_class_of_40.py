@@ -34,7 +34,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict:
     (clone / ".venv").symlink_to(Path(sys.executable).parent.parent)
     (clone / "tests").symlink_to(ROOT / "tests")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATTNKIT_")}
-    build, grade, report, export = class_commands()
+    build, grade, report, export, *other_exports = class_commands()
     done = {}
     for name, command in (("build", build), ("grade", grade), ("report", report)):
         done[name] = run(command, clone, env)
@@ -42,6 +42,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict:
     # The export without --leave-out first: it must name the visitor and write nothing.
     done["strict export"] = run(export.replace(" --leave-out visitor", ""), clone, env)
     done["export"] = run(export, clone, env)
+    for command in other_exports:
+        done[command.split("--format ")[1].split()[0]] = run(command, clone, env)
     return {
         "top": top, "clone": clone, "env": env, "commands": class_commands(), "done": done,
         "class": top / "class-of-40", "out": top / "class-of-40-grades",
@@ -148,6 +150,21 @@ def test_the_export_names_the_visitor_then_leaves_them_out_by_name(graded) -> No
     lost = {row[2]: float(row[8]) for row in late[1:] if float(row[8])}
     expected = {s: v["percent"] for s, v in graded["expected"]["late"].items() if v["percent"]}
     assert lost == expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "head"), [("moodle", ["SIS Login ID"]), ("gradescope-csv", ["Name", "SID", "Email"])]
+)
+def test_moodle_and_gradescope_exports_carry_every_final_score(graded, kind, head) -> None:
+    done = graded["done"][kind]
+    assert done.returncode == 0, done.stderr
+    table = list(csv.reader((graded["out"] / f"export-{kind}.csv").open(newline="")))
+    assert table[0] == [*head, "Self-attention in PyTorch"] and len(table) == 1 + 39
+    scores = {row["student"]: row["score"] for row in rows(graded).values()}
+    column = 0 if kind == "moodle" else 1  # the student's id as the roster has it
+    for row in table[1:]:
+        assert float(row[-1]) == pytest.approx(scores[row[column]]), row
+    assert (graded["out"] / f"export-{kind}-late.csv").is_file()
 
 
 def test_a_malformed_timestamp_is_named_by_file_and_line_and_nothing_is_regraded(graded) -> None:
