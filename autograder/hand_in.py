@@ -42,16 +42,18 @@ class HandIn:
 # -- reading the platform's record -----------------------------------------------------------
 
 
-EARLIEST, LATEST = 1970, 2200
-"""The years a submission time or a deadline may lie in: anything else is a typo or a
-forgery, and far enough from Python's limits that an extension cannot overflow."""
+EARLIEST, LATEST = 1971, 2199
+"""The years a time may be written in: anything else is a typo or a forgery. A day inside
+them is a valid instant in every time zone, and no extension can take it past Python's."""
 ZONE_NAME = re.compile(r"\s+([A-Za-z]{2,5})$")
+UNIVERSAL = ("UTC", "GMT", "Z")
 
 
 def parse_time(text: str) -> dt.datetime:
-    """A time as nbgrader (``2026-11-20 23:59:59.123456 UTC``; with nbgrader's own time zone
-    configured, ``... PST``, read in the policy's zone), Gradescope (ISO 8601 with an offset)
-    or a person (``2026-11-20 23:59``, ``...Z``) writes it; ValueError otherwise."""
+    """A time as nbgrader (``2026-11-20 23:59:59.123456 UTC``), Gradescope (ISO 8601 with an
+    offset) or a person (``2026-11-20 23:59``, ``...Z``) writes it; ValueError otherwise.
+    A zone name other than UTC (nbgrader's own ``... PST``) is left for :func:`read_stored`
+    to check against the policy's zone: the time comes back without an offset."""
     text = text.strip()
     if len(text) > 64:
         raise ValueError("too long for a time")
@@ -59,15 +61,48 @@ def parse_time(text: str) -> dt.datetime:
     if named:
         text = text[: named.start()]
     moment = dt.datetime.fromisoformat(text)
-    if named and named[1].upper() in ("UTC", "GMT", "Z"):
+    if named and moment.tzinfo is not None:
+        raise ValueError(f"it has both an offset and a zone name ({named[1]})")
+    if named and named[1].upper() in UNIVERSAL:
         moment = moment.replace(tzinfo=UTC)
     if not EARLIEST <= moment.year <= LATEST:
         raise ValueError(f"the year {moment.year} is not between {EARLIEST} and {LATEST}")
     return moment
 
 
+def zone_name(text: str) -> str:
+    """The zone name a time was written with (``PST``), or "" (none, or UTC)."""
+    named = ZONE_NAME.search(text.strip())
+    return "" if named is None or named[1].upper() in UNIVERSAL else named[1]
+
+
 def iso(moment: dt.datetime) -> str:
     return (moment.astimezone(UTC) if moment.tzinfo else moment).isoformat()
+
+
+def stored(text: str) -> str:
+    """A platform's time as a HandIn keeps it: ISO 8601 (in UTC when it has an offset), and
+    a zone name it was written with, for the policy to check."""
+    name = zone_name(text)
+    return iso(parse_time(text)) + (f" {name}" if name else "")
+
+
+def read_stored(text: str, zone: dt.tzinfo) -> dt.datetime:
+    """A time :func:`stored` (or a policy) wrote, as an instant: without an offset, in
+    ``zone``; written with a zone name, only if ``zone`` has that name then (else
+    ValueError: nbgrader and the policy disagree on the zone)."""
+    name = zone_name(text)
+    base = text.strip()[: -len(name)].strip() if name else text.strip()
+    moment = dt.datetime.fromisoformat(base)
+    if moment.tzinfo is not None:
+        return moment
+    local = moment.replace(tzinfo=zone)
+    if name and local.tzname() != name:
+        raise ValueError(
+            f"the time {base} is marked {name}, but the policy's time zone says "
+            f"{local.tzname()} then: set timezone in the policy to nbgrader's"
+        )
+    return local
 
 
 def read_timestamp(path: Path) -> HandIn:
@@ -90,7 +125,7 @@ def read_timestamp(path: Path) -> HandIn:
         why = f"a second time on line {filled[1]}"
         return HandIn(source=source, problem=f"{one_line(str(path))} line {filled[1]}: {why}")
     try:
-        return HandIn(at=iso(parse_time(lines[line_no - 1])), source=source)
+        return HandIn(at=stored(lines[line_no - 1]), source=source)
     except (ValueError, OverflowError) as exc:
         text = one_line(lines[line_no - 1].strip()[:60]) or "nothing"
         why = f"{text!r} is not a time like 2026-11-20 23:59:59.000000 UTC ({exc})"
@@ -123,9 +158,9 @@ def gradescope_hand_in(metadata_path: Path) -> tuple[HandIn, str]:
         if os.path.getsize(metadata_path) > MAX_METADATA_BYTES:
             raise ValueError("too large")
         document = json.loads(metadata_path.read_text(encoding="utf-8"))
-        at = iso(parse_time(str(document["created_at"])))
+        at = stored(str(document["created_at"]))
         due = (document.get("assignment") or {}).get("due_date") or ""
-        return HandIn(at=at, source=source), iso(parse_time(due)) if due else ""
+        return HandIn(at=at, source=source), stored(str(due)) if due else ""
     except FileNotFoundError:
         return HandIn(), ""
     except (OSError, ValueError, OverflowError, KeyError, TypeError, AttributeError,

@@ -59,7 +59,9 @@ from .hand_in import (  # noqa: F401  (the platform's record, read in one place)
     hand_in_of,
     iso,
     parse_time,
+    read_stored,
     read_timestamp,
+    zone_name,
 )
 
 MAX_POLICY_BYTES = 1024 * 1024
@@ -90,9 +92,9 @@ class LatePolicy:
         return ZoneInfo(self.timezone)
 
     def moment(self, text: str) -> dt.datetime:
-        """An ISO time of this policy or a hand-in, read in the policy's zone if it has none."""
-        moment = parse_time(text)
-        return moment if moment.tzinfo else moment.replace(tzinfo=self.zone())
+        """A time this policy or a hand-in stored, read in the policy's zone if it has no
+        offset (ValueError when it cannot be; see :func:`.hand_in.read_stored`)."""
+        return read_stored(text, self.zone())
 
 
 SETTINGS = {
@@ -135,6 +137,9 @@ def time_text(value: Any, key: str, zone: dt.tzinfo, table: str) -> str:
     if isinstance(value, dt.datetime):
         moment = value
     elif isinstance(value, str):
+        if zone_name(value):
+            why = f"write {value.strip()[:60]!r} with an offset (or set timezone), not a zone name"
+            raise PolicyError(key, one_line(why), table)
         try:
             moment = parse_time(value)
         except ValueError:
@@ -325,7 +330,18 @@ def judge(
     policy: LatePolicy, hand_in: HandIn, student: str, slug: str, platform_due: str = ""
 ) -> tuple[str, int, str]:
     """(status, days late, why) for one submission: the status is ``on time``, ``late``,
-    ``no deadline``, ``no time recorded`` or ``unreadable time``."""
+    ``no deadline``, ``no time recorded`` or ``unreadable time``. Whatever the stored
+    times hold, a verdict: one that cannot be read is an unreadable time."""
+    try:
+        return judged(policy, hand_in, student, slug, platform_due)
+    except (ValueError, OverflowError) as exc:
+        why = f"its submission time or deadline cannot be read ({one_line(str(exc))[:200]})"
+        return "unreadable time", 0, why + "; no penalty was applied"
+
+
+def judged(
+    policy: LatePolicy, hand_in: HandIn, student: str, slug: str, platform_due: str
+) -> tuple[str, int, str]:
     deadline, extension = deadline_for(policy, student, slug, platform_due)
     given = f" ({extension})" if extension else ""
     if hand_in.problem:

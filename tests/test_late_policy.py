@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnkit.errors import KitError
-from attnkit_autograder import late, lms_export, results, run_manifest
+from attnkit_autograder import hand_in, late, lms_export, results, run_manifest
 from attnkit_autograder.discovery import discover
 from attnkit_autograder.gradescope import apply_late_policy, to_results
 
@@ -147,7 +147,8 @@ def test_a_bad_policy_is_named_by_file_and_line(tmp_path, text, line, words) -> 
         ("2026-11-20 23:59:59.123456 UTC\n", "2026-11-20T23:59:59.123456+00:00"),  # nbgrader
         ("2026-11-21T00:59:59+01:00", "2026-11-20T23:59:59+00:00"),
         ("\n\n2026-11-20 23:59\n", "2026-11-20T23:59:00"),  # no offset: the policy's zone
-        ("2026-11-20 15:59:59.000000 PST", "2026-11-20T15:59:59"),  # nbgrader's own zone name
+        ("2026-11-20 15:59:59.000000 PST", "2026-11-20T15:59:59 PST"),  # nbgrader's zone name
+        ("1971-01-01T00:00:00+14:00", "1970-12-31T10:00:00+00:00"),  # an edge, read whole
     ],
 )
 def test_nbgraders_timestamp_is_read(tmp_path, content, at) -> None:
@@ -161,7 +162,7 @@ def test_nbgraders_timestamp_is_read(tmp_path, content, at) -> None:
     [("yesterday\n", 1), ("\n\n2026-13-40 99:99:99 UTC\n", 3),
      ("2026-11-20 23:59:59 UTC\n2026-11-19 10:00:00 UTC\n", 2), ("", 1),
      ("9999-12-31T23:59:00-12:00\n", 1), ("0001-01-01T00:00:00+14:00", 1),
-     ("1969-12-31 23:59:59 UTC", 1)],
+     ("1969-12-31 23:59:59 UTC", 1), ("2026-11-22 12:00:00+09:00 UTC", 1)],
 )  # fmt: skip
 def test_a_malformed_timestamp_names_its_file_and_line(tmp_path, content, line) -> None:
     path = tmp_path / "timestamp.txt"
@@ -323,6 +324,21 @@ def test_an_extension_keeps_the_hour_across_summer_time_and_any_unicode_form(tmp
     handed = late.HandIn("2026-10-26T22:30:00+00:00", "x")  # 23:30 in Paris
     assert late.decide(policy, handed, graded(nfd, 14))["late"]["status"] == "on time"
     assert late.extensions_for_no_one(policy, {nfd}) == []
+
+
+def test_a_zone_name_counts_only_where_the_policy_agrees(policy) -> None:
+    """nbgrader writes its own zone's name; read in a policy of another zone it would be
+    hours off, silently: such a time is unreadable, named, and costs nothing."""
+    pst = late.HandIn("2026-11-20T20:00:00 PST", "nbgrader timestamp.txt")
+    paris = late.decide(policy, pst, graded("ada", 14))  # POLICY is in Europe/Paris
+    assert paris["late"]["status"] == "unreadable time" and "marked PST" in paris["late"]["reason"]
+    pacific = late.LatePolicy(**{**policy.to_dict(), "timezone": "America/Los_Angeles"})
+    # 20:00 PST on the 20th is 04:00 UTC on the 21st: 4 h late, past the grace: day one.
+    assert late.decide(pacific, pst, graded("ada", 14))["late"]["days_late"] == 1
+    for stamp in ("2199-12-31T23:59:59-12:00", "1971-01-01T00:00:00+14:00"):  # edges stay read
+        edge = late.HandIn(hand_in.stored(stamp), "x")
+        status = late.decide(pacific, edge, graded("ada", 14))["late"]["status"]
+        assert status == ("late" if stamp.startswith("2199") else "on time")
 
 
 def test_a_link_or_a_huge_file_is_not_a_timestamp(tmp_path) -> None:
