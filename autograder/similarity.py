@@ -29,6 +29,7 @@ import itertools
 import json
 import os
 import time
+import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,6 +149,35 @@ def line_key(line: str) -> str:
     return "".join(code.split())
 
 
+LONG_STRING = 80
+"""A string literal longer than this is compared as a placeholder: copydetect counts any
+string as one token, so a long one is only bulk (a 50 KB docstring would push a copy past
+the size limit)."""
+
+
+def compact(source: str) -> str:
+    """``source`` without its comments, each string literal over :data:`LONG_STRING`
+    characters written ``"..."``, by Python's own tokenizer; ``source`` unchanged when it
+    does not tokenize (a cell of IPython syntax)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return source
+    starts = list(itertools.accumulate((len(x) for x in source.splitlines(True)), initial=0))
+
+    def at(point: tuple[int, int]) -> int:
+        return starts[point[0] - 1] + point[1]
+
+    edits = [
+        (at(t.start), at(t.end), "" if t.type == tokenize.COMMENT else '"..."')
+        for t in tokens
+        if t.type == tokenize.COMMENT or (t.type == tokenize.STRING and len(t.string) > LONG_STRING)
+    ]
+    for start, end, text in reversed(edits):
+        source = source[:start] + text + source[end:]
+    return source
+
+
 def without_comment(line: str) -> str:
     """``line`` without its comment, where no quote before the ``#`` could make it part of
     a string (such a line is kept whole)."""
@@ -171,6 +201,7 @@ class Template:
 
 
 def template_of(cells: list[str]) -> Template:
+    cells = [compact(source) for source in cells]  # as each student's own code is read
     lines = [line for source in cells for line in source.splitlines()]
     stripped = frozenset(line.strip() for line in lines) - {""}
     return Template(stripped, frozenset(map(line_key, lines)) - {""}, "\n".join(cells))
@@ -243,7 +274,7 @@ def own_code(data: bytes, name: str, template: Template) -> str:
         # the limit either: a copy padded with a long comment is still compared.
         lines = [
             code.rstrip()
-            for line in cell.source.splitlines()
+            for line in compact(cell.source).splitlines()
             if (code := without_comment(line)).strip() and not template.gives(line)
         ]
         if lines:

@@ -330,3 +330,27 @@ def test_the_same_class_scores_the_same_in_any_process(tmp_path: Path) -> None:
                        env=environment, capture_output=True)  # fmt: skip
         pages.append(ranked((out / "report.html").read_text(encoding="utf-8")))
     assert pages[0] == pages[1] and len(pages[0]) >= 2
+
+
+def test_a_copy_padded_with_comments_strings_or_docstrings_is_still_compared(tmp_path) -> None:
+    """Bulk that the comparison ignores (comments, long strings) does not count towards the
+    review's size limit, so it cannot carry a copy out of the review."""
+    honest = next(h for h in copies.honest_notebooks(SLUG) if h.file_name.endswith(".ipynb"))
+    original = json.loads(honest.data)
+    bulk = "x" * 60_000
+    paddings = {
+        "comment": "\n".join(f"# {bulk[:100]}" for _ in range(600)),
+        "docstring": f'"""{bulk}"""',
+        "string": f'_ = "{bulk}"  # padding',
+    }
+    files = {f"source_{SLUG}.ipynb": honest.data}
+    for name, text in paddings.items():
+        padded = json.loads(json.dumps(original))
+        padded["cells"].append({"cell_type": "code", "execution_count": None, "id": name,
+                                "metadata": {}, "outputs": [], "source": [text]})  # fmt: skip
+        files[f"{name}_{SLUG}.ipynb"] = notebook_bytes(padded)
+    page = report(graded(tmp_path, files))
+    assert "Not compared" not in page
+    pairs = {frozenset(row[:2]): row[2:] for row in ranked(page)}
+    for name in paddings:
+        assert min(pairs[frozenset(("source", name))]) >= 90, (name, pairs)
