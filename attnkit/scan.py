@@ -208,6 +208,38 @@ def _special_attribute(node: ast.AST) -> str | None:
     return name
 
 
+DYNAMIC_CODE = ("__import__", "exec", "eval", "compile")
+"""The builtins that run code built at run time: however a cell reaches one (by name, as an
+attribute of ``builtins``, from ``__builtins__``, through ``getattr``), the scan notes it."""
+BUILTIN_MODULES = ("builtins", "__builtins__")
+
+
+def _dynamic_code(node: ast.AST) -> str | None:
+    """The run-time-code builtin that ``node`` names, or None."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in DYNAMIC_CODE:
+        return node.id
+    on_builtins = None
+    if isinstance(node, ast.Attribute) and node.attr in DYNAMIC_CODE:
+        on_builtins, name = node.value, node.attr
+    elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        on_builtins, name = node.value, node.slice.value
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant)
+    ):
+        on_builtins, name = node.args[0], node.args[1].value
+    if (
+        isinstance(on_builtins, ast.Name)
+        and on_builtins.id in BUILTIN_MODULES
+        and name in DYNAMIC_CODE
+    ):
+        return str(name)
+    return None
+
+
 def _is_self(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id == "self"
 
@@ -421,12 +453,9 @@ def _cell_tampering(
             what = _import_reach(node)
         elif (reach := _computed_reach(node, imported) or _kit_named(node, parents)) is not None:
             what = reach
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("__import__", "exec", "eval", "compile")
-        ):
-            what = f"calls {node.func.id}()"
+        elif (name := _dynamic_code(node)) is not None:
+            called = isinstance(parents.get(node), ast.Call) and parents[node].func is node
+            what = f"calls {name}()" if called else f"reaches {name}() without calling it by name"
         if what is not None:
             findings.append((getattr(node, "lineno", 0), what))
     return tuple(findings)

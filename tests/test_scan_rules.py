@@ -16,6 +16,7 @@ HONEST = {
     "importing from torch.nn.modules": "from torch.nn.modules.activation import ReLU",
     "a message naming the lesson helper": "print('see attnkit.notebook for the helper')",
     "a module's own modules()": "import torch\nlayers = list(torch.nn.Linear(2, 2).modules())",
+    "eval mode, compiled patterns": "import re\nmodel.eval()\nword = re.compile('[a-z]+')",
 }
 REACHES = {
     "a frame walked by attrgetter": (
@@ -33,6 +34,13 @@ REACHES = {
     ),
     "sys.modules under another name": ("import sys as s\nm = s.modules['x']", "sys.modules"),
     "vars of the interpreter's modules": ("import builtins\nv = vars(builtins)", "vars(builtins"),
+    "exec as an attribute of builtins": (
+        "import builtins, base64\nbuiltins.exec(base64.b64decode(b'eD0x'))",
+        "calls exec()",
+    ),
+    "exec through getattr": ("getattr(__builtins__, 'exec')('x = 1')", "calls exec()"),
+    "eval from __builtins__": ("__builtins__['eval']('1')", "calls eval()"),
+    "exec under another name": ("run = exec\nrun('x = 1')", "reaches exec() without calling"),
 }
 
 
