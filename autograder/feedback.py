@@ -161,6 +161,11 @@ def render_html(record: dict[str, Any]) -> str:
         f"<h1>{e(title)}: feedback for {e(record['student'])}</h1>",
         f'<p class="score">Score: <b>{record["score"]:g}</b> of {record["max_score"]:g}</p>',
     ]
+    if isinstance(record.get("late"), dict) and record["late"].get("penalty_percent"):
+        parts.append(
+            f'<p class="late">The tests gave {record["raw_score"]:g}. '
+            f"Late: {e(record['late']['reason'])}</p>"
+        )
     if record["status"] == "error":
         parts.append(
             f'<p class="error">This submission could not be graded: {e(record["error"] or "")}</p>'
@@ -221,6 +226,8 @@ def render_text(record: dict[str, Any]) -> str:
     slug = record.get("assignment")
     title = ASSIGNMENTS[slug].title if slug in ASSIGNMENTS else str(slug)
     lines = [f"{title}: {record['score']:g} / {record['max_score']:g}"]
+    if isinstance(record.get("late"), dict) and record["late"].get("penalty_percent"):
+        lines.append(f"The tests gave {record['raw_score']:g}. Late: {record['late']['reason']}")
     if record["status"] == "error":
         lines.append(f"Could not be graded: {record['error']}")
     for test in record["tests"]:
@@ -241,14 +248,19 @@ def write_feedback(out: Path) -> list[Path]:
     """Render feedback for every result under OUT/results (atomically, like everything)."""
     import json
 
+    from . import late, run_manifest
     from .results import write_atomic
 
+    manifest = run_manifest.read_if_any(out)
+    adjust = None if manifest is None else late.gradebook_adjuster(manifest, out)
     written = []
     for path in sorted((out / "results").glob("*/*.json")):
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
+        if adjust is not None and isinstance(record, dict):
+            record = adjust(path, record)  # the score the gradebook holds, and why
         target = out / "feedback" / path.parent.name / path.stem
         write_atomic(target.with_suffix(".html"), render_html(record))
         write_atomic(target.with_suffix(".txt"), render_text(record))

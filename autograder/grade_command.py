@@ -360,6 +360,15 @@ def report_late(manifest: run_manifest.ClassManifest, records: list[dict[str, An
     students = {r["student"] for r in records}
     for student in late.extensions_for_no_one(policy, students):
         print(f"note: the late policy extends {one_line(student)!r}, who handed nothing in")
+    untimed = [r for r in records if r.get("late", {}).get("status") == "no time recorded"]
+    if untimed:
+        names = ", ".join(one_line(str(r["student"])) for r in untimed[:10])
+        more = f" and {len(untimed) - 10} more" if len(untimed) > 10 else ""
+        print(
+            f"note: {len(untimed)} submission(s) have no recorded submission time, so the late "
+            f"policy took nothing from them: {names}{more} (nbgrader's timestamp.txt is read "
+            "only in a folder named submitted/)"
+        )
     unreadable = [r for r in records if r.get("late", {}).get("status") == "unreadable time"]
     for record in unreadable:
         who = f"{record['student']} ({record['assignment']})"

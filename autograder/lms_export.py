@@ -159,9 +159,14 @@ def read_roster(path: Path) -> list[Student]:
 
         if not any(c.strip() for c in row) or cell(0).lower() == "points possible":
             continue  # a blank line, or Canvas's points row
-        if len(row) > len(header):
+        filled = len(row) - next((i for i, c in enumerate(reversed(row)) if c.strip()), 0)
+        if filled > len(header) or len(row) < len(header):
+            # More cells than the header (trailing empty ones aside), or fewer: a comma that
+            # lost its quotes, or a cell lost; either way the columns would shift.
             why = f"{len(row)} cells under a header of {len(header)}"
             raise refuse(path, f"line {number} has {why} (a comma that lost its quotes?)")
+        if [c.strip() for c in row] == header:
+            raise refuse(path, f"line {number} repeats the header")
         keys = frozenset(key(cell(i)) for i in ids + emails if cell(i))
         if not keys:
             raise refuse(path, f"line {number} has no id and no email: no student can match it")
@@ -291,6 +296,11 @@ def export(
         )
     for line in matched.ungraded:
         print(f"not graded, left blank: {line}")
+    for record in grades["submissions"]:
+        why = record.get("late")
+        if isinstance(why, dict) and why.get("status") in ("unreadable time", "no time recorded"):
+            who = one_line(f"{record.get('student')} ({record.get('assignment')})")
+            print(f"late policy not applied, raw score exported: {who}: {why['status']}")
     buffer = io.StringIO()
     # Every cell quoted, so no separator in a name splits it in any locale. Identifiers are
     # written exactly as the roster has them: the platform matches on them.

@@ -102,11 +102,15 @@ def commands_for(args: argparse.Namespace, out: Path) -> tuple[list[str], list[s
     """The shard task's command and the merge job's, as argument lists."""
     kit = [sys.executable, "-m", "attnkit"]
     secret = secret_options(args, out)
-    if args.regrade and args.late_policy is not None:
+    grading = {"--assignment": args.assignment, "--feedback": args.feedback,
+               "--late-policy": args.late_policy}  # fmt: skip
+    given = [flag for flag, value in grading.items() if value]
+    if args.regrade and given:
         raise KitError(
-            "--regrade applies the late policy OUT's class.json records.",
-            "To apply another policy, grade with `attnkit grade ... --late-policy NEW.toml` "
-            "(nothing is graded twice), then regrade.",
+            f"--regrade grades OUT's class again with the options its class.json records "
+            f"(the late policy included), so it takes no {', '.join(given)}.",
+            "To grade with other options, or apply another policy, use `attnkit grade ...` "
+            "with them (nothing is graded twice), then regrade.",
         )
     if args.regrade:
         regrade = [*kit, "regrade", str(out), *secret]

@@ -230,10 +230,23 @@ def test_leave_out_takes_only_students_on_no_roster(tmp_path) -> None:
             "line 2 has 4 cells under a header of 3",
         ),
         (["Student,ID,SIS Login ID", "Ada,11,ada", "Ben,,"], "line 3 has no id and no email"),
+        (
+            ["Student,ID,SIS Login ID", "Ada Lovelace ada,11"],
+            "line 2 has 2 cells under a header of 3",
+        ),
+        (["Student,ID,SIS Login ID", "Ada,11,ada", "Student,ID,SIS Login ID"], "line 3 repeats"),
     ],
 )
 def test_a_roster_row_that_cannot_be_matched_is_named_by_line(tmp_path, lines, words) -> None:
+    """Rows that would shift columns or match no one are refused by line (an Excel-style
+    trailing empty cell is not a shift)."""
     roster = tmp_path / "roster.csv"
     roster.write_text("\n".join(lines) + "\n")
     with pytest.raises(KitError, match=words):
         lms_export.read_roster(roster)
+
+
+def test_a_trailing_empty_cell_is_not_a_shifted_row(tmp_path) -> None:
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS Login ID\nAda,11,ada,\nBen,12,ben\n")
+    assert [s.ident[1] for s in lms_export.read_roster(roster)] == ["ada", "ben"]

@@ -514,3 +514,25 @@ def test_a_real_grading_run_writes_only_the_secrets_digest(tmp_path) -> None:
         data = file.read_bytes()
         assert not any(form in data for form in forms), file
     assert VALUE not in done.stdout + done.stderr
+
+
+def test_the_suites_draw_random_inputs_only_through_the_one_seam() -> None:
+    """Per-student inputs hold only if every random input comes from suite_support's rng()
+    and randn(): a suite that seeded a generator of its own would give every student the
+    same inputs while the results still recorded per-student draws."""
+    import ast
+
+    suites = sorted((ROOT / "autograder" / "suites").glob("test_*.py"))
+    assert suites
+    drawing = {"default_rng", "RandomState", "Generator", "manual_seed", "seed", "rand",
+               "randn", "randint", "normal", "uniform", "permutation", "shuffle"}  # fmt: skip
+    found = []
+    for path in suites:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in drawing:
+                found.append(f"{path.name}:{node.lineno}: .{node.attr}")
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] + [getattr(node, "module", "") or ""]
+                if any(n.split(".")[0] == "random" or "random" in n.split(".") for n in names):
+                    found.append(f"{path.name}:{node.lineno}: imports {names}")
+    assert found == [], "random inputs outside suite_support.rng/randn:\n" + "\n".join(found)
