@@ -239,7 +239,7 @@ def apply_late_policy(policy: Any, record: dict[str, Any], metadata: Path) -> di
     except (OSError, ValueError, AttributeError, RecursionError):
         keys = []
     # An email matches whatever its case (Gradescope and the policy may spell it apart).
-    wanted = {key.lower() for key in keys}
+    wanted = {key.strip().lower() for key in keys}
     named = next((k for k in policy.extensions if k.lower() in wanted), student)
     decided = late.decide(policy, hand_in, {**record, "student": named}, due)
     return {**decided, "student": student}

@@ -193,8 +193,8 @@ def read_extensions(table: Any, zone: dt.tzinfo) -> dict[str, dict[str, Any]]:
     for student, value in table.items():
         # Ids compared in one Unicode form: a folder named zoë matches an extension for zoë
         # however either was typed.
-        name = unicodedata.normalize("NFC", student)
-        if name in extensions:
+        name = unicodedata.normalize("NFC", student).strip()
+        if name.casefold() in {known.casefold() for known in extensions}:
             raise PolicyError(student, f"{one_line(student[:60])!r} is named twice", "extensions")
         if isinstance(value, dict):
             extensions[name] = by_slug(
@@ -303,7 +303,7 @@ def deadline_for(
     """(the student's deadline for ``slug``, how an extension set it), or (None, "") when
     neither the policy nor the platform names a deadline."""
     base_text = policy.deadlines.get(slug) or platform_due
-    extension = policy.extensions.get(unicodedata.normalize("NFC", student), {})
+    extension = policy.extensions.get(unicodedata.normalize("NFC", student).strip(), {})
     value = extension.get(slug, extension.get("*"))
     if isinstance(value, str):
         return policy.moment(value), f"an extension to {value}"
@@ -315,7 +315,8 @@ def deadline_for(
     # Days on the course's clock: an extension across a change of summer time keeps the
     # deadline's hour of day.
     local = base.astimezone(policy.zone()).replace(tzinfo=None) + dt.timedelta(days=value)
-    return local.replace(tzinfo=policy.zone()), f"an extension of {value:g} day(s)"
+    # fold=1: an hour that the clocks go through twice ends at the later of the two.
+    return local.replace(tzinfo=policy.zone(), fold=1), f"an extension of {value:g} day(s)"
 
 
 def days_late(policy: LatePolicy, hand_in: HandIn, deadline: dt.datetime) -> int:

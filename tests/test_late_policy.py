@@ -383,3 +383,28 @@ def test_a_slurm_regrade_refuses_a_new_policy(tmp_path) -> None:
     )  # fmt: skip
     with pytest.raises(KitError, match=r"records \(the late policy included\)"):
         slurm.commands_for(args, tmp_path)
+
+
+def test_extension_names_are_compared_as_people_write_them(tmp_path) -> None:
+    path = tmp_path / "course.toml"
+    path.write_text(
+        "[late]\npenalty_per_day = 10\n[late.deadlines]\n2 = 2026-11-20T23:59:00Z\n"
+        '[late.extensions]\n" jdoe@uni.edu" = 2\n'
+    )
+    policy = late.read_policy(path)
+    handed = late.HandIn("2026-11-22T10:00:00+00:00", "x")
+    assert late.decide(policy, handed, graded("jdoe@uni.edu", 14))["late"]["status"] == "on time"
+    path.write_text(path.read_text() + '"JDoe@uni.edu" = 1\n')
+    with pytest.raises(KitError, match=r"line 7: 'JDoe@uni\.edu' is named twice"):
+        late.read_policy(path)
+
+
+def test_an_extension_that_ends_in_the_repeated_hour_takes_the_later_one() -> None:
+    policy = late.LatePolicy(
+        penalty_per_day=10, timezone="Europe/Paris",
+        deadlines={SLUG: "2026-10-23T00:30:00+00:00"},  # 02:30 in Paris, summer time
+    )  # fmt: skip
+    two_days = late.LatePolicy(**{**policy.to_dict(), "extensions": {"ada": {"*": 2.0}}})
+    # 25 October 02:30 happens twice in Paris; the later one is 01:30 UTC.
+    handed = late.HandIn("2026-10-25T01:20:00+00:00", "x")
+    assert late.decide(two_days, handed, graded("ada", 14))["late"]["status"] == "on time"
