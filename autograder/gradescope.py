@@ -231,15 +231,10 @@ def apply_late_policy(policy: Any, record: dict[str, Any], metadata: Path) -> di
     deadline for the assignment in the policy, Gradescope's own due date counts."""
     from . import late
 
-    hand_in, due = late.gradescope_hand_in(metadata)
+    hand_in, due, submitters = late.gradescope_hand_in(metadata)
     student = record["student"]
-    try:
-        users = json.loads(metadata.read_text(encoding="utf-8")).get("users") or []
-        keys = [str(u.get(k)) for u in users if isinstance(u, dict) for k in ("email", "id")]
-    except (OSError, ValueError, AttributeError, RecursionError):
-        keys = []
     # An email matches whatever its case (Gradescope and the policy may spell it apart).
-    wanted = {key.strip().lower() for key in keys}
+    wanted = {key.strip().lower() for key in submitters}
     named = next((k for k in policy.extensions if k.lower() in wanted), student)
     decided = late.decide(policy, hand_in, {**record, "student": named}, due)
     return {**decided, "student": student}

@@ -151,19 +151,25 @@ def hand_in_of(submission: Submission, root: Path) -> HandIn:
     return HandIn()
 
 
-def gradescope_hand_in(metadata_path: Path) -> tuple[HandIn, str]:
-    """(the hand-in, Gradescope's due date or "") from ``submission_metadata.json``."""
+def gradescope_hand_in(metadata_path: Path) -> tuple[HandIn, str, tuple[str, ...]]:
+    """(the hand-in, Gradescope's due date or "", the submitters' emails and ids) from
+    ``submission_metadata.json``, read once and bounded in size."""
     source = "Gradescope submission_metadata.json"
     try:
         if os.path.getsize(metadata_path) > MAX_METADATA_BYTES:
             raise ValueError("too large")
         document = json.loads(metadata_path.read_text(encoding="utf-8"))
+        users = document.get("users") if isinstance(document, dict) else None
+        users = users if isinstance(users, list) else []
+        submitters = tuple(
+            str(u.get(k)) for u in users if isinstance(u, dict) for k in ("email", "id")
+        )
         at = stored(str(document["created_at"]))
         due = (document.get("assignment") or {}).get("due_date") or ""
-        return HandIn(at=at, source=source), stored(str(due)) if due else ""
+        return HandIn(at=at, source=source), stored(str(due)) if due else "", submitters
     except FileNotFoundError:
-        return HandIn(), ""
+        return HandIn(), "", ()
     except (OSError, ValueError, OverflowError, KeyError, TypeError, AttributeError,
             RecursionError) as exc:  # fmt: skip
         why = f"created_at is missing or not a time ({one_line(str(exc))[:120]})"
-        return HandIn(source=source, problem=f"{metadata_path}: {why}"), ""
+        return HandIn(source=source, problem=f"{metadata_path}: {why}"), "", ()

@@ -143,10 +143,7 @@ class Review:
 def line_key(line: str) -> str:
     """A line as it is looked up in the template: without spaces, or a comment (when no
     quote comes before the ``#``), so a given line respaced or recommented stays given."""
-    code, sign, _ = line.partition("#")
-    if sign and ("'" in code or '"' in code):
-        code = line  # the # may be inside a string
-    return "".join(code.split())
+    return "".join(without_comment(line).split())
 
 
 LONG_STRING = 80
