@@ -350,7 +350,8 @@ def class_records(out: Path, manifest: run_manifest.ClassManifest) -> list[dict[
 
 def report_late(manifest: run_manifest.ClassManifest, records: list[dict[str, Any]]) -> int:
     """Say what the late policy did, name every submission time that could not be read (by
-    its file and line: the run then exits 1) and every extension that names no student."""
+    its file and line: the run then exits :data:`UNREADABLE_TIMES`), every submission with
+    no recorded time, and every extension that names no student; the count unread."""
     if manifest.options["late_policy"] is None:
         return 0
     policy = late.policy_from_dict(manifest.options["late_policy"])
