@@ -131,9 +131,17 @@ class Lesson:
 
     @contextmanager
     def demo(self) -> Iterator[None]:
-        """Run demo code, turning "not implemented yet" into one line instead of a traceback."""
+        """Run demo code, turning "not implemented yet" into one line instead of a traceback.
+
+        The grader runs the notebook once more where PyTorch has no softmax or fused
+        attention (see attnkit.student_process.withheld): a demo that compares with one is
+        skipped there the same way."""
+        from .student_process.withheld import KernelWithheld
+
         try:
             yield
+        except KernelWithheld:
+            print("(demo skipped: it compares with a library kernel the grader withholds)")
         except NotImplementedError as exc:
             frames = traceback.extract_tb(exc.__traceback__)
             where = frames[-1].name if frames else "an exercise"

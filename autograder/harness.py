@@ -39,6 +39,7 @@ from attnkit.student_process.wire import encode
 
 from .isolation import SubmissionError, WorkerCrashed, WorkerTimeout
 from .rubric import graded_cells
+from .withholding import test_order
 
 SUITES = Path(__file__).resolve().parent / "suites"
 
@@ -211,7 +212,8 @@ def run_suite(
     isolated = not isinstance(getattr(impl, "inner", impl), LocalImplementation)
     submission, answers = Subject(impl, slug), Subject(reference, slug)
     verdicts = []
-    for test in hidden_tests(slug):
+    order = test_order(slug)  # one worker's exercises together (see withholding)
+    for test in sorted(hidden_tests(slug), key=lambda t: order.get(t.grade_id, 0)):
         if grade_ids is not None and test.grade_id not in grade_ids:
             continue
         status, message, hint = verdict_for(test.run(submission, answers), isolated)

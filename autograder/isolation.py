@@ -19,7 +19,6 @@ outside is skipped on that replay. A budget per submission bounds the total.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import os
 import secrets
@@ -28,8 +27,7 @@ import signal
 import time
 from typing import Any
 
-from attnkit.adapters import MalformedResult, MissingDefinition, validate_result
-from attnkit.implementation import bounded_message
+from attnkit.adapters import MalformedResult, validate_result
 from attnkit.notebook_code import Cell, CellOutcome
 from attnkit.student_process.wire import HEADER, WireError, decode, encode
 
@@ -41,26 +39,21 @@ from .sandbox import (
     discard_zygote,
     shared_zygote,
 )
+from .submission_errors import (  # noqa: F401 (the grader's names for them)
+    KNOWN_TYPES,
+    STUDENT_TYPE_CHARS,
+    WITHHELD_NOTE,
+    WITHHELD_TYPE,
+    SubmissionError,
+    WorkerCrashed,
+    WorkerTimeout,
+    _text,
+    known_type,
+    raised_in_submission,
+)
 
 MAX_FRAME_BYTES = 32 * 1024**2
 MAX_SUBMISSION_BYTES = 128 * 1024**2
-
-
-class WorkerTimeout(Exception):
-    """A call (or the submission's whole budget) ran out of time."""
-
-
-class WorkerCrashed(Exception):
-    """The worker process died while answering, or sent something that is not an answer."""
-
-
-class SubmissionError(Exception):
-    """The submission's code raised an exception; ``type_name`` is its class name."""
-
-    def __init__(self, type_name: str, message: str) -> None:
-        super().__init__(f"{type_name}: {message}")
-        self.type_name = type_name
-        self.message = message
 
 
 class Channel:
@@ -122,12 +115,6 @@ class Channel:
                 os.close(fd)
 
 
-def _text(value: Any, limit: int = 300) -> str:
-    """Untrusted text from the sandbox, as a bounded, printable string."""
-    text = value if isinstance(value, str) else ""
-    return "".join(c if c.isprintable() else "?" for c in text[:limit])
-
-
 class IsolatedSubmission:
     """One submission, answered by sandboxed workers."""
 
@@ -143,8 +130,16 @@ class IsolatedSubmission:
         watch: tuple[str, ...] = (),
         label: str = "submission",
         shared: tuple[dict[str, Any], ...] = (),
+        withhold: str | None = None,
+        until: float | None = None,
     ) -> None:
         self.cells = cells
+        self.withhold = withhold
+        """The kernels the workers go without (attnkit.student_process.withheld.PROFILES)."""
+        self.until = until
+        """A hard end (time.monotonic()) that no budget extends: another worker's deadline."""
+        self.withheld_cells: dict[int, str] = {}
+        """Cells that stopped at a withheld kernel, and what it said (first run)."""
         self.shared = shared
         """The lesson's released cells the sandbox may compute once (see shared_cells)."""
         self.offered: frozenset[str] = frozenset()
@@ -189,7 +184,8 @@ class IsolatedSubmission:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def _remaining(self) -> float:
-        return self.deadline - time.monotonic()
+        end = self.deadline if self.until is None else min(self.deadline, self.until)
+        return end - time.monotonic()
 
     def _limits(self) -> dict[str, Any]:
         return {
@@ -198,6 +194,7 @@ class IsolatedSubmission:
             "cpu_seconds": max(5, int(self._remaining() + self.budget) + 5),
             "max_file_bytes": 64 * 1024**2,
             "seccomp": self.settings.enabled or bool(self.settings.user),
+            "withhold": self.withhold,
         }
 
     def _start(self) -> None:
@@ -332,6 +329,9 @@ class IsolatedSubmission:
             # call timed out), it is skipped rather than paid for again.
             self.stopped_cells.add(cell.index)
         line = reported.get("line")
+        if reported.get("error_type") == WITHHELD_TYPE and not self.notes_taken:
+            self.withheld_cells[cell.index] = _text(reported.get("message"), 120)
+            return WITHHELD_NOTE.format(index=cell.index)
         outcome = self.cell_failures.setdefault(
             cell.index,
             CellOutcome(
@@ -460,41 +460,3 @@ class _CellStopped(Exception):
         super().__init__(note)
         self.cell = cell
         self.note = note
-
-
-STUDENT_TYPE_CHARS = 40
-"""How much of a submission's exception type name is kept (its message: see
-attnkit.implementation.bounded_message)."""
-
-
-KNOWN_TYPES = frozenset(
-    name
-    for name, value in vars(builtins).items()
-    if isinstance(value, type) and issubclass(value, BaseException)
-) | {"MissingDefinition", "AxisError", "LinAlgError", "OutOfMemoryError"}
-"""The exception names feedback repeats: Python's own and the libraries' few. A class the
-notebook defines could name itself anything (the inputs it saw included), so it is called
-``Exception``: only the bounded message is the student's to say."""
-
-
-def known_type(name: Any) -> str:
-    text = _text(name, STUDENT_TYPE_CHARS)
-    return text if text in KNOWN_TYPES else "Exception"
-
-
-def raised_in_submission(error: Any) -> Exception:
-    """The local exception that stands for what the submission raised."""
-    if not isinstance(error, dict):
-        return WorkerCrashed("the submission's process sent an unexpected reply")
-    text = error.get("message")
-    type_name, message = (
-        known_type(error.get("type")),
-        bounded_message(text if isinstance(text, str) else ""),
-    )
-    if type_name == "NotImplementedError":
-        return NotImplementedError(message)
-    if type_name == "MissingDefinition":
-        return MissingDefinition(_text(error.get("name"), 120) or message)
-    if type_name == "MemoryError":
-        return SubmissionError("MemoryError", "used more memory than the grader allows")
-    return SubmissionError(type_name, message)

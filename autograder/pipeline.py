@@ -33,6 +33,7 @@ from .rubric import graded_cells
 from .sandbox import level_of
 from .scoring import better_of, score_cells
 from .shared_cells import shareable_cells
+from .withholding import WithholdingSubmission, first_profile
 
 SHARED_WHY = (
     "released cells, unchanged, that call none of the submission's code: computed once by "
@@ -141,23 +142,35 @@ def read_notebook(grading: Grading) -> None:
     grading.lap("reading")
 
 
-def open_sandbox(grading: Grading) -> IsolatedSubmission:
-    """The submission's sandboxed workers, with what is left of its budget."""
+def open_sandbox(grading: Grading) -> WithholdingSubmission:
+    """The submission's sandboxed workers, with what is left of its budget: each exercise is
+    answered where the library kernels it must not use are withheld (see withholding)."""
     settings = grading.settings
-    return IsolatedSubmission(
-        grading.cells,
-        call_timeout=settings.call_timeout,
-        cell_timeout=settings.cell_timeout,
-        budget=max(settings.budget - (time.monotonic() - grading.started), 0.0),
-        memory_bytes=settings.memory_mb * 1024**2,
-        sandbox=settings.sandbox_settings(),
-        watch=tuple(e.name for e in ASSIGNMENTS[grading.slug].exercises),
-        label=grading.submission.key,
-        shared=shareable_cells(grading.slug),
-    )
+    budget = max(settings.budget - (time.monotonic() - grading.started), 0.0)
+
+    def open_worker(profile: str | None, primary: IsolatedSubmission | None) -> Any:
+        worker = IsolatedSubmission(
+            grading.cells,
+            call_timeout=settings.call_timeout,
+            cell_timeout=settings.cell_timeout,
+            budget=budget,
+            memory_bytes=settings.memory_mb * 1024**2,
+            sandbox=settings.sandbox_settings(),
+            watch=tuple(e.name for e in ASSIGNMENTS[grading.slug].exercises),
+            label=grading.submission.key,
+            shared=shareable_cells(grading.slug),
+            withhold=profile,
+            # A later worker ends when the first one's hidden tests must: one budget.
+            until=primary.deadline if primary is not None else None,
+        )
+        if primary is not None:  # cells the first run had to stop are not paid for again
+            worker.stopped_cells |= primary.stopped_cells
+        return worker
+
+    return WithholdingSubmission(open_worker, first_profile(grading.slug))
 
 
-def run_cells(grading: Grading, impl: IsolatedSubmission) -> None:
+def run_cells(grading: Grading, impl: WithholdingSubmission) -> None:
     """Jupyter's Run All, in the sandbox. A failure here is met again, per test, by the
     suite: it costs the exercises it breaks, not the whole submission."""
     with contextlib.suppress(WorkerTimeout, WorkerCrashed):
@@ -165,7 +178,7 @@ def run_cells(grading: Grading, impl: IsolatedSubmission) -> None:
     grading.lap("cells")
 
 
-def run_hidden_tests(grading: Grading, impl: IsolatedSubmission, reference: Any) -> None:
+def run_hidden_tests(grading: Grading, impl: WithholdingSubmission, reference: Any) -> None:
     """The hidden suite against the graded definitions (the last ones bound), recording every
     call for diagnosis."""
     recorder = RecordingImplementation(impl)
@@ -174,7 +187,7 @@ def run_hidden_tests(grading: Grading, impl: IsolatedSubmission, reference: Any)
     grading.lap("hidden tests")
 
 
-def regrade_live_definitions(grading: Grading, impl: IsolatedSubmission, reference: Any) -> None:
+def regrade_live_definitions(grading: Grading, impl: WithholdingSubmission, reference: Any) -> None:
     """Where a failing graded cell's exercise was redefined further down, also grade the
     definition live at that graded cell; the better of the two counts (see
     attnkit.notebook_code)."""
@@ -188,7 +201,7 @@ def regrade_live_definitions(grading: Grading, impl: IsolatedSubmission, referen
     grading.lap("definitions live at graded cells")
 
 
-def collect_heatmaps(grading: Grading, impl: IsolatedSubmission, reference: Any) -> None:
+def collect_heatmaps(grading: Grading, impl: WithholdingSubmission, reference: Any) -> None:
     """What the feedback report draws, read off the submission's own outputs (--feedback)."""
     if not grading.settings.feedback:
         return

@@ -259,6 +259,8 @@ class Recorder:
         self._in_canary = torch.softmax  # the function the modes must see, while it runs
         try:
             torch.softmax(torch.zeros(2), 0)
+        except RuntimeError:
+            pass  # a worker without the softmax kernel (see withheld.py): the modes saw it
         finally:
             self._in_canary = None
 

@@ -1,0 +1,168 @@
+"""Grading each exercise where the library kernels it must not use do not exist.
+
+The recorder watches PyTorch from inside the submission's process, where code written
+against it can switch it off for the length of one call. So the grader does not rely on it
+alone: every exercise is called in a worker forked with the kernels of its forbidden family
+withheld before any student code ran (:mod:`attnkit.student_process.withheld`). An exercise
+that needs a library softmax there raises, whatever it did to the recorder; one that
+computes its answer from other kernels is graded on that answer.
+
+One worker lives at a time (the sandbox's reset ends every worker), each running the
+notebook's cells in full:
+
+* ``softmax``: where the softmax is written by hand (and every fused attention, which
+  computes a softmax too);
+* ``attention``: every other exercise, without the fused attention kernels. An exercise
+  that forbids nothing and still needs one of them (a comparison inside a helper) is
+  answered again by a worker that withholds nothing.
+
+The hidden tests run in that order (see :func:`test_order`), so a lesson costs one run of
+its cells per family it forbids, and the cells of lessons 3 to 5 run once.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from attnkit.adapters import MissingDefinition
+from attnkit.assignments import ASSIGNMENTS
+from attnkit.student_process.recorder import ATTENTION_FAMILY, FAMILIES, SOFTMAX_FAMILY
+
+from .isolation import IsolatedSubmission, SubmissionError
+from .submission_errors import WITHHELD_TYPE
+
+DEFAULT = "attention"
+"""The worker of the exercises that forbid no family."""
+ORDER = ("softmax", "attention", None)
+
+
+def profile_for(forbidden: Iterable[str]) -> str | None:
+    """What a worker must withhold to prove an exercise with these forbidden calls."""
+    families = [FAMILIES.get(name) for name in forbidden]
+    if any(family is SOFTMAX_FAMILY for family in families):
+        return "softmax"
+    if any(family is ATTENTION_FAMILY for family in families):
+        return "attention"
+    return None
+
+
+@functools.cache
+def test_order(slug: str) -> dict[str, int]:
+    """Each graded cell's place in ORDER, by the forbidden calls of its exercise: the
+    hidden tests run sorted by it, so that those of one worker run together."""
+    from .rubric import graded_cells
+
+    forbidden = {e.name: e.forbidden for e in ASSIGNMENTS[slug].exercises}
+    return {
+        cell.grade_id: ORDER.index(profile_for(forbidden.get(cell.exercise, ())) or DEFAULT)
+        for cell in graded_cells(slug)
+    }
+
+
+def first_profile(slug: str) -> str:
+    """The worker the lesson's hidden tests start with (its cells run first)."""
+    profiles = {profile_for(e.forbidden) or DEFAULT for e in ASSIGNMENTS[slug].exercises}
+    return min(profiles, key=ORDER.index)
+
+
+class WithholdingSubmission:
+    """One submission, answered by the worker its exercise's forbidden family calls for.
+
+    ``open_worker(profile, primary)`` makes the :class:`IsolatedSubmission` for one profile;
+    ``primary`` (the first one, whose cells' notes and timings are the submission's) bounds
+    the time of the later ones."""
+
+    def __init__(
+        self,
+        open_worker: Callable[[str | None, IsolatedSubmission | None], IsolatedSubmission],
+        first: str,
+    ) -> None:
+        self._open = open_worker
+        self.first = first
+        self.workers: dict[str | None, IsolatedSubmission] = {}
+        self.current: IsolatedSubmission | None = None
+        self.variant: str | None = None
+        self.label = ""
+
+    def _use(self, profile: str | None) -> IsolatedSubmission:
+        worker = self.workers.get(profile)
+        if worker is None:
+            worker = self._open(profile, self.workers.get(self.first))
+            self.workers[profile] = worker
+            self.label = self.label or worker.label
+        if self.current is not None and self.current is not worker:
+            self.current.close()  # one worker at a time: the sandbox's reset ends them all
+        self.current = worker
+        return worker.with_variant(self.variant)
+
+    @property
+    def primary(self) -> IsolatedSubmission:
+        return self.workers.get(self.first) or self._use(self.first)
+
+    def prepare(self) -> None:
+        self._use(self.first).prepare()
+
+    def run(
+        self, adapter: str, *, forbidden: tuple[str, ...] = (), **kwargs: Any
+    ) -> dict[str, Any]:
+        profile = profile_for(forbidden)
+        worker = self._use(profile or DEFAULT)
+        try:
+            return worker.run(adapter, forbidden=forbidden, **kwargs)
+        except SubmissionError as exc:
+            if exc.type_name == WITHHELD_TYPE and profile is None:
+                # Nothing is forbidden here: the kernel was only missing, so ask again.
+                return self._use(None).run(adapter, forbidden=forbidden, **kwargs)
+            raise self._explained(worker, exc) from None
+        except (MissingDefinition, NameError) as exc:
+            raise self._explained(worker, exc) from None
+
+    @staticmethod
+    def _explained(worker: IsolatedSubmission, exc: Exception) -> Exception:
+        """A definition missing where a cell stopped at a withheld kernel: say so."""
+        missing = isinstance(exc, MissingDefinition) or (
+            isinstance(exc, SubmissionError) and exc.type_name == "NameError"
+        )
+        if not (missing and worker.withheld_cells):
+            return exc
+        cell = min(worker.withheld_cells)
+        return SubmissionError(
+            WITHHELD_TYPE,
+            f"code cell {cell} calls a library softmax or attention before the rest of it "
+            "runs: put such comparisons in a cell of their own",
+        )
+
+    def redefined_at(self) -> set[str]:
+        return (self.current or self.primary).redefined_at()
+
+    def with_variant(self, grade_id: str | None) -> WithholdingSubmission:
+        self.variant = grade_id
+        return self
+
+    def close(self) -> None:
+        for worker in self.workers.values():
+            worker.close()
+        self.current = None
+
+    kill = close
+
+    # What the pipeline records of the run: the primary's cells, every worker's starts.
+    @property
+    def spawned(self) -> int:
+        return sum(worker.spawned for worker in self.workers.values())
+
+    @property
+    def sandbox(self) -> dict[str, Any]:
+        killed = [k for worker in self.workers.values() for k in worker.killed_from_outside()]
+        return (
+            {**self.primary.sandbox, "killed_from_outside": killed}
+            if killed
+            else (self.primary.sandbox)
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("notes", "cell_failures", "cell_seconds", "shared_cells"):
+            return getattr(self.primary, name)
+        raise AttributeError(name)
