@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from .adapters import ADAPTERS
 from .student_process.recorder import Recorder
+from .student_process.withheld import KernelWithheld
 
 MESSAGE_CHARS = 100
 """What the kit keeps of an exception a submission's code raised: the first line of its
@@ -81,7 +82,14 @@ def recorded_caller() -> Callable[..., dict[str, Any]]:
         """
         with recorder_class(forbidden) as recorder:
             recorder.canary()
-            result = adapters[adapter](namespace, **kwargs)
+            try:
+                result = adapters[adapter](namespace, **kwargs)
+            except KernelWithheld:
+                # In a worker without the kernel (see withheld.py): name the call that led
+                # there, as the recorder saw it, when it did.
+                if recorder.used:
+                    raise KernelWithheld(next(iter(recorder.used))) from None
+                raise
             recorder.canary()
         result["forbidden_used"] = list(recorder.used)
         reason = recorder.unverified() or (alone() if alone and forbidden else None)

@@ -34,8 +34,8 @@ class Probe:
                 raise
             said = getattr(exc, "message", str(exc))
             raise CheckFailed(
-                f"{self.exercise.name} needs a library softmax or attention kernel, which this "
-                f"exercise asks you to write yourself ({said})",
+                f"{self.exercise.name} calls {said}, which this exercise asks you to write "
+                "yourself",
                 "Build it from the basic operations the lesson shows.",
                 stage="forbidden",
             ) from None

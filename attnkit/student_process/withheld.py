@@ -53,7 +53,10 @@ class KernelWithheld(RuntimeError):
 
 def _raiser(op: str) -> Any:
     def withheld(*args: Any, **kwargs: Any) -> Any:
-        raise KernelWithheld(f"{op} is not available here: compute it from other operations")
+        from .recorder import _where
+
+        # Named as the recorder names a kernel, with the notebook's cell and line.
+        raise KernelWithheld(f"{op}, PyTorch's kernel{_where()}")
 
     return withheld
 
@@ -120,7 +123,7 @@ def withhold(profile: str) -> int:
             if library is None:
                 library = torch._C._dispatch_library("IMPL", namespace, key, "", 0)
                 libraries[namespace, key] = library
-            library.impl(name, key, _raiser(f"{namespace}::{name}"), False)
+            library.impl(name, key, _raiser(f"{namespace}.{name.partition('.')[0]}"), False)
             replaced += 1
     for library in libraries.values():
         # The registrations live while their handle does: keep it alive with no Python

@@ -755,7 +755,7 @@ def _cases(targets: Targets) -> list[Case]:
             LOSES_UNCHECKED,
             SOFTMAX_CELL,
             "forbidden",
-            "could not be checked",
+            "aten._softmax, PyTorch's kernel",
             {
                 "softmax": "import torch.overrides, torch.utils._python_dispatch as d\n"
                 "torch.overrides._push_mode = d._push_mode = lambda *a, **k: None\n"
@@ -781,10 +781,10 @@ def _cases(targets: Targets) -> list[Case]:
         Case(
             "sm_modes_disabled_by_from_imports",
             "evasion",
-            KEEPS_ALL,
+            LOSES_SOFTMAX,
             SOFTMAX_CELL,
-            "passed",
-            "",
+            "forbidden",
+            "aten._softmax, PyTorch's kernel",
             {
                 "softmax": "from torch._C import DisableTorchFunction\n"
                 "from torch.utils._python_dispatch import _disable_current_modes\n"

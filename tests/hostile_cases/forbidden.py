@@ -1,7 +1,10 @@
 """The from-scratch rule by principle: any softmax or attention kernel, whatever its name or
 variant (dense, log, masked, sparse), and a recorder that must prove it was watching.
 
-A canary call before and after each exercise must be seen by the recorder; code that
+Each exercise is graded in a worker whose forbidden kernels were withheld before any cell
+ran (attnkit.student_process.withheld): code that hides a library softmax from the recorder
+meets the missing kernel there. A canary call before and after each exercise must be seen by
+the recorder; code that
 switches it off (by popping PyTorch's mode stacks) makes the check "could not be verified",
 which costs the exercise. The worker binds its recorder before any cell runs, so patching
 the kit's classes or functions in their modules afterwards (through the lesson's own
@@ -13,10 +16,11 @@ while an exercise runs makes the check unverifiable too.
 from __future__ import annotations
 
 from .classic import (
-    KEEPS_ALL,
     LOSES_SOFTMAX,
     LOSES_SOFTMAX_USERS,
     LOSES_UNCHECKED,
+    LOSES_V2,
+    QKV,
     SOFTMAX_CELL,
     V2_CELL,
     Case,
@@ -133,8 +137,67 @@ attnkit.student_process.recorder.Recorder.__exit__ = lambda self, *exc: None
 """
 
 
+# Switches that take PyTorch's hooks off for the length of one call and put them back before
+# it returns: the recorder's canaries before and after see nothing wrong, and its findings
+# are empty. Each computes the right values with a library kernel.
+MODES_OFF = """\
+from torch._C import DisableTorchFunction
+from torch.utils._python_dispatch import _disable_current_modes
+with DisableTorchFunction(), _disable_current_modes():
+"""
+# name: (what the softmax runs, the cells lost, words of the softmax cell's message). A
+# switch the function hook still sees is named by the recorder; below it, by the kernel.
+# A redispatch or a custom op carries no gradient, so v1 and v2 (which train) fail too.
+IN_CALL = {
+    "sm_redispatch_below_the_modes": (
+        "out = torch.ops.aten._softmax.default.redispatch("
+        "torch._C.DispatchKeySet(torch._C.DispatchKey.CPU), x.contiguous(), dim, False)",
+        SPARSE_LOST, "aten._softmax, PyTorch's kernel"),
+    "sm_python_key_excluded": (
+        "with torch._C._ExcludeDispatchKeyGuard("
+        "torch._C.DispatchKeySet(torch._C.DispatchKey.Python)):\n"
+        "    out = torch._C._VariableFunctions.softmax(x, dim)",
+        LOSES_SOFTMAX, "torch.softmax"),
+    "sm_custom_op_around_the_kernel": (
+        "out = _library_softmax(x, dim)", SPARSE_LOST, "student.library_softmax"),
+    "sm_kit_registrations_destroyed_first": (
+        "import gc\n"
+        "for _o in gc.get_objects():\n"
+        "    if isinstance(_o, torch.library.Library):\n"
+        "        _o._destroy()\n"
+        "with torch._C.DisableTorchFunction(), "
+        "torch.utils._python_dispatch._disable_current_modes():\n"
+        "    out = torch.softmax(x, dim)",
+        LOSES_SOFTMAX, "aten._softmax, PyTorch's kernel"),
+}  # fmt: skip
+CUSTOM_OP = """
+import torch
+@torch.library.custom_op("student::library_softmax", mutates_args=())
+def _library_softmax(x: torch.Tensor, dim: int) -> torch.Tensor:
+    with torch._C.DisableTorchFunction():
+        return torch.softmax(x, dim)
+"""
+
+
+def in_call_cases() -> list[Case]:
+    """A library softmax or attention behind a switch the recorder cannot see: each is graded
+    where that kernel was withheld before any cell ran, and fails there."""
+    found = [
+        Case(name, "evasion", lost, SOFTMAX_CELL, "forbidden", words,
+             {"softmax": body + "\nreturn torch.nan_to_num(out, nan=0.0)"},
+             CUSTOM_OP if "custom_op" in name else None)
+        for name, (body, lost, words) in IN_CALL.items()
+    ]  # fmt: skip
+    found.append(
+        Case("sdpa_with_the_modes_off", "evasion", LOSES_V2, V2_CELL, "forbidden",
+             "PyTorch's kernel", {"SelfAttention_v2": QKV + MODES_OFF
+             + "    return torch.nn.functional.scaled_dot_product_attention(q, k, v)"})
+    )  # fmt: skip
+    return found
+
+
 def cases(targets: Targets) -> list[Case]:
-    return [
+    return [*in_call_cases(),
         _softmax_evasion(
             "sm_masked_softmax",
             "torch._masked_softmax(x, torch.zeros_like(x, dtype=torch.bool), dim, 0)",
@@ -147,10 +210,15 @@ def cases(targets: Targets) -> list[Case]:
         _softmax_evasion("sm_after_swapping_the_kits_caller",
                          'getattr(torch, "soft" + "max")(x, dim)', CALLER_SWAP,
                          "names the kit's module 'attnkit.implementation'"),
-        Case("sm_findings_wiped_through_the_frames", "evasion", KEEPS_ALL, SOFTMAX_CELL,
-             "passed", "", {"softmax": WIPED_FINDINGS}, None, "names 'tb_frame' in a string"),
+        # The recorder's findings wiped after the fact: the softmax is graded where the
+        # kernel does not exist, so it fails there, whatever the recorder says.
+        Case("sm_findings_wiped_through_the_frames", "evasion", LOSES_SOFTMAX, SOFTMAX_CELL,
+             "forbidden", "torch.Tensor.softmax", {"softmax": WIPED_FINDINGS},
+             None, "names 'tb_frame' in a string"),
+        # The subclass hides its softmax from the recorder (v1 and v2 are unchecked), and
+        # meets the withheld kernel where the softmax is graded.
         Case("sm_inside_a_tensor_subclass", "evasion", LOSES_UNCHECKED, SOFTMAX_CELL,
-             "forbidden", "tensor type the notebook defines", {"softmax": SUBCLASS_SOFTMAX}),
+             "forbidden", "aten._softmax, PyTorch's kernel", {"softmax": SUBCLASS_SOFTMAX}),
         # v1 and v2 call that softmax, and may run no attention kernel either.
         Case("sm_by_fused_attention", "evasion", LOSES_UNCHECKED, SOFTMAX_CELL, "forbidden",
              "attention", {"softmax": ATTENTION_SOFTMAX}),
