@@ -1,0 +1,140 @@
+"""Kernels withheld (attnkit.student_process.withheld): in a process that withheld a family,
+every route to it raises, whatever switches the code turns off first, nothing brings the
+kernel back, and the operations an honest exercise needs still run.
+
+Each case runs in a fresh interpreter: withholding is irreversible by design.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PRELUDE = """
+import gc, warnings
+warnings.simplefilter("ignore")
+import torch, torch.nn.functional as F
+from attnkit.student_process.withheld import KernelWithheld, withhold
+x = torch.randn(2, 3, 5, requires_grad=True)
+q = torch.randn(2, 2, 5, 4, requires_grad=True)
+withhold(PROFILE)
+gc.collect()
+
+def outcome(route):
+    try:
+        route()
+    except KernelWithheld:
+        return "withheld"
+    except Exception as exc:
+        return f"other {type(exc).__name__}: {exc}"[:200]
+    return "ran"
+"""
+
+# Routes to a library softmax, each a lambda over x (and q for attention).
+SOFTMAX_ROUTES = {
+    "torch.softmax": "lambda: torch.softmax(x, -1)",
+    "Tensor.softmax, float64": "lambda: x.double().softmax(-1)",
+    "bfloat16": "lambda: torch.softmax(x.bfloat16(), -1)",
+    "log_softmax": "lambda: torch.log_softmax(x, -1)",
+    "special.softmax": "lambda: torch.special.softmax(x, -1)",
+    "softmin": "lambda: F.softmin(x, -1)",
+    "gumbel": "lambda: F.gumbel_softmax(x, 1.0)",
+    "cross_entropy": "lambda: F.cross_entropy(x[0], torch.tensor([0, 1, 2]))",
+    "Categorical": "lambda: torch.distributions.Categorical(logits=x).probs",
+    "aten._softmax": "lambda: torch.ops.aten._softmax(x, -1, False)",
+    "redispatch to CPU": "lambda: torch.ops.aten._softmax.default.redispatch("
+    "torch._C.DispatchKeySet(torch._C.DispatchKey.CPU), x.detach(), -1, False)",
+    "hooks off": "lambda: [torch._C.DisableTorchFunction().__enter__(), "
+    "torch.utils._python_dispatch._disable_current_modes().__enter__(), F.softmax(x, -1)]",
+    "masked": "lambda: torch._masked_softmax(x.detach(), torch.zeros(2, 3, 5, dtype=torch.bool), "
+    "-1, 0)",
+    "sparse": "lambda: torch.sparse.softmax(x.detach().to_sparse(), -1)",
+    "mkldnn": "lambda: torch.ops.aten._softmax(x.detach()[None].to_mkldnn(), -1, False)",
+    "vmap": "lambda: torch.vmap(lambda r: torch.softmax(r, -1))(x.detach())",
+    "quantized": "lambda: torch.ops.quantized.softmax("
+    "torch.quantize_per_tensor(torch.randn(3), 0.1, 0, torch.quint8), 0, 0.1, 0)",
+    "autograd.Function": "lambda: torch.softmax(x, -1).sum().backward()",
+}
+ATTENTION_ROUTES = {
+    "sdpa": "lambda: F.scaled_dot_product_attention(q, q, q)",
+    "sdpa causal, backward": "lambda: F.scaled_dot_product_attention(q, q, q, is_causal=True)"
+    ".sum().backward()",
+    "sdpa with a mask": "lambda: F.scaled_dot_product_attention(q, q, q, "
+    "attn_mask=torch.zeros(5, 5))",
+    "sdpa dropout": "lambda: F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)",
+    "sdpa float64": "lambda: F.scaled_dot_product_attention(*(q.double(),) * 3)",
+    "math kernel": "lambda: torch.ops.aten._scaled_dot_product_attention_math(q, q, q)",
+    "MultiheadAttention": "lambda: torch.nn.MultiheadAttention(4, 2, batch_first=True)"
+    "(q[0], q[0], q[0])",
+    "MultiheadAttention, no weights": "lambda: torch.nn.MultiheadAttention(4, 2, "
+    "batch_first=True)(q[0], q[0], q[0], need_weights=False)",
+    "TransformerEncoderLayer": "lambda: torch.nn.TransformerEncoderLayer(4, 2, "
+    "batch_first=True).eval()(q[0].detach())",
+    "nested": "lambda: F.scaled_dot_product_attention("
+    "*(torch.nested.nested_tensor([torch.randn(2, 3, 4)]),) * 3)",
+}
+# What an honest exercise does: these must run in every worker.
+HONEST = {
+    "exp and sum, backward": "lambda: (x.exp() / x.exp().sum(-1, keepdim=True)).sum().backward()",
+    "max, where, masked_fill": "lambda: torch.where(x > 0, x, x.amax(-1, keepdim=True))"
+    ".masked_fill(torch.ones(5, 5, dtype=torch.bool).triu()[:3], float('-inf'))",
+    "matmul, einsum, bmm": "lambda: torch.einsum('bij,bkj->bik', x, x) @ x + torch.bmm(x, "
+    "x.transpose(1, 2)).sum()",
+    "logsumexp": "lambda: torch.logsumexp(x, -1)",
+    "dropout": "lambda: F.dropout(x, 0.5)",
+}
+
+
+def run(profile: str, routes: dict[str, str], extra: str = "") -> dict[str, str]:
+    body = PRELUDE.replace("PROFILE", repr(profile)) + textwrap.dedent(extra)
+    body += "import json\nprint(json.dumps({"
+    body += ", ".join(f"{name!r}: outcome({route})" for name, route in routes.items())
+    body += "}))\n"
+    done = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import json
+
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_without_the_softmax_family_every_route_to_a_softmax_or_attention_raises() -> None:
+    seen = run("softmax", {**SOFTMAX_ROUTES, **ATTENTION_ROUTES, **HONEST})
+    assert {n: seen[n] for n in SOFTMAX_ROUTES if seen[n] != "withheld"} == {}
+    assert {n: seen[n] for n in ATTENTION_ROUTES if seen[n] != "withheld"} == {}
+    assert {n: seen[n] for n in HONEST if seen[n] != "ran"} == {}
+
+
+def test_without_the_attention_family_a_softmax_still_runs_and_trains() -> None:
+    seen = run("attention", {**SOFTMAX_ROUTES, **ATTENTION_ROUTES, **HONEST})
+    assert {n: seen[n] for n in ATTENTION_ROUTES if seen[n] != "withheld"} == {}
+    kept = ("torch.softmax", "log_softmax", "cross_entropy", "autograd.Function", "vmap")
+    assert {n: seen[n] for n in (*kept, *HONEST) if seen[n] != "ran"} == {}
+
+
+@pytest.mark.parametrize(
+    "undo",
+    [
+        # Every torch.library.Library the collector can find, destroyed.
+        "for o in gc.get_objects():\n"
+        "    if isinstance(o, torch.library.Library):\n"
+        "        o._destroy()\n",
+        # A registration of the notebook's own over the withheld one, then dropped.
+        "lib = torch.library.Library('aten', 'IMPL')\n"
+        "lib.impl('_softmax', lambda *a: None, 'CPU')\n"
+        "lib._destroy()\n"
+        "del lib\n",
+        # Frozen objects thawed and searched too.
+        "gc.unfreeze()\n"
+        "for o in gc.get_objects():\n"
+        "    if type(o).__name__ == '_DispatchModule':\n"
+        "        del o\n"
+        "gc.collect()\n",
+    ],
+    ids=["libraries destroyed", "own registration dropped", "collector searched"],
+)
+def test_nothing_in_the_process_brings_a_withheld_kernel_back(undo: str) -> None:
+    seen = run("softmax", {"torch.softmax": SOFTMAX_ROUTES["torch.softmax"]}, undo)
+    assert seen == {"torch.softmax": "withheld"}
