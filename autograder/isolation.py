@@ -134,12 +134,9 @@ class IsolatedSubmission:
         until: float | None = None,
     ) -> None:
         self.cells = cells
-        self.withhold = withhold
-        """The kernels the workers go without (attnkit.student_process.withheld.PROFILES)."""
-        self.until = until
-        """A hard end (time.monotonic()) that no budget extends: another worker's deadline."""
-        self.withheld_cells: dict[int, str] = {}
-        """Cells that stopped at a withheld kernel, and what it said (first run)."""
+        # The kernels the workers go without (withheld.PROFILES); a hard end (monotonic
+        # time) no budget extends; cells that stopped at a withheld kernel (first run).
+        self.withhold, self.until, self.withheld_cells = withhold, until, dict[int, str]()
         self.shared = shared
         """The lesson's released cells the sandbox may compute once (see shared_cells)."""
         self.offered: frozenset[str] = frozenset()

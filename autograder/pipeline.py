@@ -33,7 +33,7 @@ from .rubric import graded_cells
 from .sandbox import level_of
 from .scoring import better_of, score_cells
 from .shared_cells import shareable_cells
-from .withholding import WithholdingSubmission, first_profile
+from .withholding import WithholdingSubmission
 
 SHARED_WHY = (
     "released cells, unchanged, that call none of the submission's code: computed once by "
@@ -167,7 +167,7 @@ def open_sandbox(grading: Grading) -> WithholdingSubmission:
             worker.stopped_cells |= primary.stopped_cells
         return worker
 
-    return WithholdingSubmission(open_worker, first_profile(grading.slug))
+    return WithholdingSubmission(open_worker, grading.slug)
 
 
 def run_cells(grading: Grading, impl: WithholdingSubmission) -> None:

@@ -12,12 +12,13 @@ notebook's cells in full:
 
 * ``softmax``: where the softmax is written by hand (and every fused attention, which
   computes a softmax too);
-* ``attention``: every other exercise, without the fused attention kernels. An exercise
-  that forbids nothing and still needs one of them (a comparison inside a helper) is
-  answered again by a worker that withholds nothing.
+* ``attention``: the attention exercises, without the fused attention kernels.
 
-The hidden tests run in that order (see :func:`test_order`), so a lesson costs one run of
-its cells per family it forbids, and the cells of lessons 3 to 5 run once.
+An exercise that forbids nothing is answered by the ``attention`` worker where the lesson has
+one, else by the lesson's only worker; if it meets a withheld kernel there (a comparison
+inside a helper), a worker that withholds nothing answers it again. The hidden tests run in
+ORDER (see :func:`test_order`), so a lesson costs one run of its cells per family it
+forbids: lesson 2's cells run twice, every other lesson's once.
 """
 
 from __future__ import annotations
@@ -33,8 +34,6 @@ from attnkit.student_process.recorder import ATTENTION_FAMILY, FAMILIES, SOFTMAX
 from .isolation import IsolatedSubmission, SubmissionError
 from .submission_errors import WITHHELD_TYPE
 
-DEFAULT = "attention"
-"""The worker of the exercises that forbid no family."""
 ORDER = ("softmax", "attention", None)
 
 
@@ -49,22 +48,32 @@ def profile_for(forbidden: Iterable[str]) -> str | None:
 
 
 @functools.cache
+def default_profile(slug: str) -> str:
+    """The worker of the lesson's exercises that forbid no family: the ``attention`` one
+    where the lesson has one anyway, else the lesson's only worker (lesson 1's)."""
+    profiles = {profile_for(e.forbidden) for e in ASSIGNMENTS[slug].exercises} - {None}
+    return (
+        "attention" if "attention" in profiles or not profiles else min(profiles, key=ORDER.index)
+    )
+
+
+@functools.cache
 def test_order(slug: str) -> dict[str, int]:
     """Each graded cell's place in ORDER, by the forbidden calls of its exercise: the
     hidden tests run sorted by it, so that those of one worker run together."""
     from .rubric import graded_cells
 
     forbidden = {e.name: e.forbidden for e in ASSIGNMENTS[slug].exercises}
+    default = default_profile(slug)
     return {
-        cell.grade_id: ORDER.index(profile_for(forbidden.get(cell.exercise, ())) or DEFAULT)
+        cell.grade_id: ORDER.index(profile_for(forbidden.get(cell.exercise, ())) or default)
         for cell in graded_cells(slug)
     }
 
 
 def first_profile(slug: str) -> str:
     """The worker the lesson's hidden tests start with (its cells run first)."""
-    profiles = {profile_for(e.forbidden) or DEFAULT for e in ASSIGNMENTS[slug].exercises}
-    return min(profiles, key=ORDER.index)
+    return ORDER[min(test_order(slug).values(), default=ORDER.index(default_profile(slug)))]
 
 
 class WithholdingSubmission:
@@ -77,14 +86,17 @@ class WithholdingSubmission:
     def __init__(
         self,
         open_worker: Callable[[str | None, IsolatedSubmission | None], IsolatedSubmission],
-        first: str,
+        slug: str,
     ) -> None:
         self._open = open_worker
-        self.first = first
+        self.first = first_profile(slug)
+        self.default = default_profile(slug)
         self.workers: dict[str | None, IsolatedSubmission] = {}
         self.current: IsolatedSubmission | None = None
         self.variant: str | None = None
         self.label = ""
+        self.unwithheld: set[str] = set()
+        """Exercises that forbid nothing and met a withheld kernel: asked where none is."""
 
     def _use(self, profile: str | None) -> IsolatedSubmission:
         worker = self.workers.get(profile)
@@ -108,12 +120,17 @@ class WithholdingSubmission:
         self, adapter: str, *, forbidden: tuple[str, ...] = (), **kwargs: Any
     ) -> dict[str, Any]:
         profile = profile_for(forbidden)
-        worker = self._use(profile or DEFAULT)
+        name = str(kwargs.get("name", adapter))
+        if profile is None and name in self.unwithheld:
+            return self._use(None).run(adapter, forbidden=forbidden, **kwargs)
+        worker = self._use(profile or self.default)
         try:
             return worker.run(adapter, forbidden=forbidden, **kwargs)
         except SubmissionError as exc:
             if exc.type_name == WITHHELD_TYPE and profile is None:
-                # Nothing is forbidden here: the kernel was only missing, so ask again.
+                # Nothing is forbidden here: the kernel was only missing, so ask again (and
+                # ask there from now on).
+                self.unwithheld.add(name)
                 return self._use(None).run(adapter, forbidden=forbidden, **kwargs)
             raise self._explained(worker, exc) from None
         except (MissingDefinition, NameError) as exc:

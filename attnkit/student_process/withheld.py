@@ -82,7 +82,9 @@ def _computes(key: str) -> bool:
     (autograd, vmap, autocast, decompositions) end in these, and the recorder's mode still
     sees which one a call reached before it raises."""
     computing = ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
-    return key in computing or (key.endswith("CPU") and not key.startswith(("Autograd", "Autocast")))
+    return key in computing or (
+        key.endswith("CPU") and not key.startswith(("Autograd", "Autocast"))
+    )
 
 
 @functools.cache

@@ -292,6 +292,22 @@ def next_request(
     return receive_spawn(control)
 
 
+def start_worker(limits: dict[str, Any], fds: list[int], scratch: str) -> None:
+    """In the forked child: withhold kernels, confine, then serve (see Worker)."""
+    requests, replies = fds
+    profile = limits.get("withhold")
+    if profile is not None:  # before any student code: see withheld.py
+        from .withheld import withhold
+
+        withhold(str(profile))
+    info = confine(limits, scratch)
+    worker = Worker(requests, replies, seal=bool(info.get("seccomp")))
+    from .wire import encode
+
+    write_frame(replies, encode({"ready": info}))
+    worker.serve()
+
+
 def zygote(scratch: str = "/tmp", control_fd: int = 3, own_user: bool = False) -> None:
     children: dict[int, int] = {}  # worker pid -> its CPU limit
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -335,18 +351,7 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3, own_user: bool = False) -
         if pid == 0:
             control.close()
             try:
-                requests, replies = fds
-                profile = request.get("limits", {}).get("withhold")
-                if profile is not None:  # before any student code: see withheld.py
-                    from .withheld import withhold
-
-                    withhold(str(profile))
-                info = confine(request.get("limits", {}), scratch)
-                worker = Worker(requests, replies, seal=bool(info.get("seccomp")))
-                from .wire import encode
-
-                write_frame(replies, encode({"ready": info}))
-                worker.serve()
+                start_worker(request.get("limits", {}), fds, scratch)
             finally:
                 os._exit(70)
         children[pid] = int(request.get("limits", {}).get("cpu_seconds", 0))
