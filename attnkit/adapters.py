@@ -399,6 +399,10 @@ def _check_inputs_after(value: Any) -> None:
         raise MalformedResult("inputs_after is not a list of arrays")
 
 
+MAX_KERNELS = 1000
+"""Kernel names a result may list (PyTorch has about 3,600 operators)."""
+
+
 def validate_result(adapter: str, result: Any) -> dict[str, Any]:
     """Check that ``result`` has exactly the shape ``adapter`` documents; return it.
 
@@ -412,6 +416,13 @@ def validate_result(adapter: str, result: Any) -> dict[str, Any]:
         raise MalformedResult("forbidden_used is not a list of names")
     if not isinstance(result.get("forbidden_unverified", ""), str):
         raise MalformedResult("forbidden_unverified is not a reason")
+    reached = result.get("kernels_reached", [])
+    if not (
+        isinstance(reached, list)
+        and len(reached) <= MAX_KERNELS
+        and all(isinstance(k, str) and 0 < len(k) <= 120 for k in reached)
+    ):
+        raise MalformedResult("kernels_reached is not a list of kernel names")
     if adapter == "call_function":
         _check_description(result.get("out"))
         _check_inputs_after(result.get("inputs_after"))

@@ -92,6 +92,8 @@ def recorded_caller() -> Callable[..., dict[str, Any]]:
                 raise
             recorder.canary()
         result["forbidden_used"] = list(recorder.used)
+        if recorder.reached:
+            result["kernels_reached"] = recorder.kernel_names()
         reason = recorder.unverified() or (alone() if alone and forbidden else None)
         if reason:
             result["forbidden_unverified"] = reason
@@ -131,7 +133,11 @@ def strip(result: dict[str, Any] | None) -> dict[str, Any] | None:
     """Drop what is not an answer (the forbidden-call record, judged on its own)."""
     if result is None:
         return None
-    return {k: v for k, v in result.items() if k not in ("forbidden_used", "forbidden_unverified")}
+    return {k: v for k, v in result.items() if k not in RECORDER_KEYS}
+
+
+RECORDER_KEYS = ("forbidden_used", "forbidden_unverified", "kernels_reached")
+"""What the recorder adds to an adapter's result: not part of the answer."""
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from attnkit.assignments import ASSIGNMENTS
-from attnkit.implementation import LocalImplementation
+from attnkit.implementation import RECORDER_KEYS, LocalImplementation
 from attnkit.probe import Probe
 
 Request = tuple[str, dict[str, Any]]
@@ -172,7 +172,7 @@ def answer(namespace: Mapping[str, Any], slug: str, exercise: str, request: Requ
             result = getattr(probe, method)(**kwargs)
     except Exception as exc:
         return f"raised {type(exc).__name__}"
-    return {k: v for k, v in result.items() if k not in ("forbidden_used", "params")}
+    return {k: v for k, v in result.items() if k not in (*RECORDER_KEYS, "params")}
 
 
 def same(a: Any, b: Any) -> bool:

@@ -26,6 +26,7 @@ from .discovery import Refused, Submission, read_submission_file, text_id
 from .explain import explain_failures, lead_with_cell_errors, static_notes
 from .harness import reference_implementation, run_suite
 from .isolation import IsolatedSubmission, WorkerCrashed, WorkerTimeout
+from .kernels import reached, suspect_notes
 from .per_student import inputs_of
 from .records import error_record, identified
 from .results import sha256_file
@@ -265,6 +266,7 @@ def diagnose(grading: Grading) -> None:
 def graded_record(grading: Grading) -> dict[str, Any]:
     """The result of a graded submission (one row of grades.json, plus the run's details)."""
     submission, tests = grading.submission, grading.tests
+    kernels = reached(grading.calls)
     return {
         "student": submission.student,
         "assignment": grading.slug,
@@ -275,13 +277,16 @@ def graded_record(grading: Grading) -> dict[str, Any]:
         "score": sum(t["points"] for t in tests),
         "max_score": sum(t["max_points"] for t in tests),
         "tests": tests,
-        "notes": grading.notes + static_notes(grading.slug, grading.cells, grading.cell_failures),
+        "notes": grading.notes
+        + static_notes(grading.slug, grading.cells, grading.cell_failures)
+        + suspect_notes(grading.slug, kernels),
         "sandbox": level_of(grading.settings.sandbox_settings()),
         "heatmap": grading.heatmap,
         "run": {
             "seconds": round(time.monotonic() - grading.started, 3),
             "phases": {k: round(v, 3) for k, v in grading.phases.items()},
             **grading.run,
+            "kernels": kernels,
         },
     }
 

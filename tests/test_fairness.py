@@ -212,6 +212,17 @@ def test_attnkit_grade_gives_every_correct_submission_full_marks(
     assert not unfair, "correct submissions short of full marks:\n" + "\n".join(unfair)
 
 
+def test_no_correct_submission_reaches_a_suspect_kernel(graded_corpus: list[dict]) -> None:
+    """Every kernel an honest answer reaches is known (kernels_allowed.json, or a pointwise
+    or reduction step): a suspect-kernel note needs evidence. (The hostile corpus's
+    sm_normaliser_from_an_unknown_kernel shows the note is given.)"""
+    noted = {
+        r["student"]: [n for n in r["notes"] if "neither the reference nor" in n]
+        for r in graded_corpus
+    }
+    assert {student: notes for student, notes in noted.items() if notes} == {}
+
+
 @pytest.mark.slow
 def test_the_gradescope_path_gives_every_correct_submission_full_marks(
     corpus: list[builder.Built], graded_corpus: list[dict]

@@ -176,6 +176,8 @@ class Recorder:
         self._tampered = False
         self._foreign_types = False
         self._modes: list[Any] = []
+        self.reached: set[Any] = set()
+        """Every kernel the exercise reached (see kernel_names)."""
         self._watching = False
         """Whether the modes were entered (PyTorch was loaded): the canaries need them."""
 
@@ -229,7 +231,9 @@ class Recorder:
                 softmax, forbidden = recorder.kernel_verdict(func)
                 if recorder._in_canary:
                     recorder.canaries["kernel"] += softmax
-                elif forbidden is not None:
+                    return func(*args, **(kwargs or {}))
+                recorder.reached.add(func)
+                if forbidden is not None:
                     recorder.used.setdefault(f"{forbidden}, PyTorch's kernel{_where()}")
                 return func(*args, **(kwargs or {}))
 
@@ -263,6 +267,11 @@ class Recorder:
             pass  # a worker without the softmax kernel (see withheld.py): the modes saw it
         finally:
             self._in_canary = None
+
+    def kernel_names(self) -> list[str]:
+        """The kernels the exercise reached, by name (``aten.mm``): the grader compares them
+        with those honest answers reach (attnkit_autograder.kernels)."""
+        return sorted({str(func.overloadpacket) for func in self.reached})
 
     def unverified(self) -> str | None:
         """Why this recorder's findings cannot be trusted (None when every canary was seen)."""

@@ -16,6 +16,7 @@ while an exercise runs makes the check unverifiable too.
 from __future__ import annotations
 
 from .classic import (
+    KEEPS_ALL,
     LOSES_SOFTMAX,
     LOSES_SOFTMAX_USERS,
     LOSES_UNCHECKED,
@@ -188,6 +189,14 @@ def in_call_cases() -> list[Case]:
              CUSTOM_OP if "custom_op" in name else None)
         for name, (body, lost, words) in IN_CALL.items()
     ]  # fmt: skip
+    # The normaliser from a kernel no honest answer reaches: right values, so full marks,
+    # and a note naming the kernel for the instructor.
+    found.append(
+        Case("sm_normaliser_from_an_unknown_kernel", "evasion", KEEPS_ALL, SOFTMAX_CELL,
+             "passed", "", {"softmax": "return torch.nan_to_num(torch.exp(x - torch."
+             "logcumsumexp(x, dim).narrow(dim, x.shape[dim] - 1, 1)), nan=0.0)"},
+             None, "aten.logcumsumexp")
+    )  # fmt: skip
     found.append(
         Case("sdpa_with_the_modes_off", "evasion", LOSES_V2, V2_CELL, "forbidden",
              "PyTorch's kernel", {"SelfAttention_v2": QKV + MODES_OFF
