@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from .adapters import ADAPTERS
 from .student_process.recorder import Recorder
-from .student_process.withheld import KernelWithheld
+from .student_process.withheld import WITHHELD_TYPE, KernelWithheld
 
 MESSAGE_CHARS = 100
 """What the kit keeps of an exception a submission's code raised: the first line of its
@@ -118,7 +118,10 @@ class Answer:
 
     @property
     def ran_forbidden(self) -> bool:
-        return bool(self.outcome and self.outcome.get("forbidden_used"))
+        """The call ran a forbidden function, or needed a kernel the grader withheld."""
+        return bool(self.outcome and self.outcome.get("forbidden_used")) or (
+            self.raised == WITHHELD_TYPE
+        )
 
     def plain(self) -> dict[str, Any]:
         return {"outcome": strip(self.outcome), "raised": self.raised, "message": self.message}

@@ -64,6 +64,8 @@ class CellOutcome:
     error_type: str = ""
     message: str = ""
     line: int | None = None
+    top_line: int | None = None
+    """The line of the cell's own top-level code that was running when it raised."""
 
     def note(self, limit: float | None = None, source: str = "") -> str:
         """What happened, where, and what the student can do about it. The cell is named by
@@ -402,7 +404,28 @@ def run_cell(shell: Any, cell: Cell, timeout: float | None = None) -> CellOutcom
     outcome.error_type = type(error).__name__
     outcome.message = str(error)[:200]
     outcome.line = _error_line(error)
+    outcome.top_line = next(
+        (n for f, n in traceback.walk_tb(error.__traceback__) if cell_of(f.f_code.co_filename)),
+        None,
+    )
     return outcome
+
+
+def rest_of_cell(shell: Any, source: str, line: int) -> str | None:
+    """The cell's top-level statements after the one that holds ``line``, at their own line
+    numbers (None if there are none, or the cell cannot be read)."""
+    import ast
+
+    try:
+        code = shell.transform_cell(source)
+        statements = ast.parse(code).body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    ends = [s.end_lineno or s.lineno for s in statements if s.lineno <= line]
+    if not ends:
+        return None
+    rest = "".join(code.splitlines(keepends=True)[max(ends) :])
+    return "\n" * max(ends) + rest if rest.strip() else None
 
 
 @dataclass

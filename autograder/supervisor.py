@@ -128,9 +128,10 @@ def grader_process(number: int, tasks: Any, results: Any, settings: GradeSetting
 
 def overrun_limit(settings: GradeSettings) -> float:
     """Seconds a grader may spend on one submission, from its first byte, before it is
-    stopped: the budget for the notebook's cells and again for the hidden tests, plus room
-    for the grader's own work around the sandboxed calls."""
-    return 2 * settings.budget + max(settings.overrun_grace, settings.budget / 2)
+    stopped: the budget for the notebook's cells (twice, run by two workers) and again for
+    the hidden tests, plus room for the grader's own work around the sandboxed calls."""
+    # The cells may run in two workers (see withholding), then the hidden tests.
+    return 3 * settings.budget + max(settings.overrun_grace, settings.budget / 2)
 
 
 def describe_grader_exit(exitcode: int | None) -> str:

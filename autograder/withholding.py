@@ -76,6 +76,16 @@ def first_profile(slug: str) -> str:
     return ORDER[min(test_order(slug).values(), default=ORDER.index(default_profile(slug)))]
 
 
+def _withheld(exc: Exception) -> bool:
+    return isinstance(exc, SubmissionError) and exc.type_name == WITHHELD_TYPE
+
+
+def _missing(exc: Exception) -> bool:
+    return isinstance(exc, MissingDefinition) or (
+        isinstance(exc, SubmissionError) and exc.type_name == "NameError"
+    )
+
+
 class WithholdingSubmission:
     """One submission, answered by the worker its exercise's forbidden family calls for.
 
@@ -126,29 +136,25 @@ class WithholdingSubmission:
         worker = self._use(profile or self.default)
         try:
             return worker.run(adapter, forbidden=forbidden, **kwargs)
-        except SubmissionError as exc:
-            if exc.type_name == WITHHELD_TYPE and profile is None:
-                # Nothing is forbidden here: the kernel was only missing, so ask again (and
-                # ask there from now on).
+        except (SubmissionError, MissingDefinition) as exc:
+            if profile is None and (_withheld(exc) or (_missing(exc) and worker.withheld_cells)):
+                # Nothing is forbidden here: the kernel was only missing (or a cell stopped
+                # at one before defining something), so ask again, and there from now on.
                 self.unwithheld.add(name)
                 return self._use(None).run(adapter, forbidden=forbidden, **kwargs)
-            raise self._explained(worker, exc) from None
-        except (MissingDefinition, NameError) as exc:
             raise self._explained(worker, exc) from None
 
     @staticmethod
     def _explained(worker: IsolatedSubmission, exc: Exception) -> Exception:
-        """A definition missing where a cell stopped at a withheld kernel: say so."""
-        missing = isinstance(exc, MissingDefinition) or (
-            isinstance(exc, SubmissionError) and exc.type_name == "NameError"
-        )
-        if not (missing and worker.withheld_cells):
+        """A definition missing where a cell stopped at a withheld kernel: say which cell, as
+        an error of the notebook's (a missing definition is never a forbidden call)."""
+        if not (_missing(exc) and worker.withheld_cells):
             return exc
         cell = min(worker.withheld_cells)
         return SubmissionError(
-            WITHHELD_TYPE,
-            f"code cell {cell} calls a library softmax or attention before the rest of it "
-            "runs: put such comparisons in a cell of their own",
+            "NameError",
+            f"not defined where the grader withholds library kernels: code cell {cell} "
+            "stopped at one first; keep library comparisons in a cell of their own",
         )
 
     def redefined_at(self) -> set[str]:

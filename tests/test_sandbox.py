@@ -218,3 +218,35 @@ def test_the_sandbox_is_the_same_for_an_ordinary_user() -> None:
     script = ROOT / "tests" / "run_as_user.sh"
     if not script.exists():
         pytest.skip("tests/run_as_user.sh drives the ordinary-user run")
+
+
+def foreign_call_attempts() -> dict[str, str]:
+    """The hostile corpus's escape attempts that make foreign calls (ctypes): where kernels
+    are withheld a guard refuses those first, so each is run here, where none is."""
+    from hostile_cases import classic, sandbox_state
+
+    found = {name: body for name, (_, body) in classic.ATTEMPTS.items()}
+    found |= dict(sandbox_state.ATTEMPTS)
+    return {name: body for name, body in found.items() if "ctypes" in body}
+
+
+@pytest.mark.parametrize("name", sorted(foreign_call_attempts()))
+def test_seccomp_refuses_each_foreign_call_escape_where_no_guard_is(name: str) -> None:
+    import textwrap
+
+    from hostile_cases import sandbox_state
+    from hostile_cases.classic import Targets, _preamble
+
+    body = foreign_call_attempts()[name]
+    targets = Targets(secrets=(str(ROOT / "solutions" / "self_attention.py"),), writable=(),
+                      repo=str(ROOT))  # fmt: skip
+    helper = _preamble(targets)
+    helper += sandbox_state.TMPFS_FOLDERS if name in sandbox_state.ATTEMPTS else ""
+    helper += "def attempt():\n" + textwrap.indent(textwrap.dedent(body), "    ")
+    impl = submission(
+        helper, "def probe():\n    return __import__('numpy').asarray(len(attempt()))\n"
+    )
+    try:
+        assert answer(impl) == 0, "the attempt found something"
+    finally:
+        impl.close()

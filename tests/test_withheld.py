@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 PRELUDE = """
-import gc, warnings
+import gc, sys, warnings
 warnings.simplefilter("ignore")
 import torch, torch.nn.functional as F
 from attnkit.student_process.withheld import KernelWithheld, withhold
@@ -57,6 +57,13 @@ SOFTMAX_ROUTES = {
     "quantized": "lambda: torch.ops.quantized.softmax("
     "torch.quantize_per_tensor(torch.randn(3), 0.1, 0, torch.quint8), 0, 0.1, 0)",
     "autograd.Function": "lambda: torch.softmax(x, -1).sum().backward()",
+    "PyTorch's decomposition": "lambda: torch._decomp.decomposition_table["
+    "torch.ops.aten._softmax.default](x, -1, False)",
+    "PyTorch's reference": "lambda: torch._refs.softmax(x, -1)",
+    "Static Runtime": "lambda: torch._C._jit_to_static_module(torch._C.parse_ir("
+    "'graph(%x : Tensor):\\n  return (%x)'))",
+    "TensorExpr kernel": "lambda: sys.modules['torch._C._te'].TensorExprKernel(None)",
+    "CPU fuser switched on": "lambda: torch._C._jit_override_can_fuse_on_cpu(True)",
 }
 ATTENTION_ROUTES = {
     "sdpa": "lambda: F.scaled_dot_product_attention(q, q, q)",
@@ -75,6 +82,16 @@ ATTENTION_ROUTES = {
     "batch_first=True).eval()(q[0].detach())",
     "nested": "lambda: F.scaled_dot_product_attention("
     "*(torch.nested.nested_tensor([torch.randn(2, 3, 4)]),) * 3)",
+    "quantizable MultiheadAttention": "lambda: __import__('torch.ao.nn.quantizable', "
+    "fromlist=['x']).MultiheadAttention(4, 2)",
+    "decomposition of the CPU kernel": "lambda: torch._decomp.decomposition_table["
+    "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default](q, q, q)",
+}
+# Routes that fail on their way to a withheld function (flex attention compiles its graph
+# first): they must not run.
+MUST_NOT_RUN = {
+    "flex attention, eager": "lambda: __import__('torch.nn.attention.flex_attention', "
+    "fromlist=['x']).flex_attention(*(q.detach(),) * 3)",
 }
 # What an honest exercise does: these must run in every worker.
 HONEST = {
@@ -108,8 +125,9 @@ def test_without_the_softmax_family_every_route_to_a_softmax_or_attention_raises
 
 
 def test_without_the_attention_family_a_softmax_still_runs_and_trains() -> None:
-    seen = run("attention", {**SOFTMAX_ROUTES, **ATTENTION_ROUTES, **HONEST})
+    seen = run("attention", {**SOFTMAX_ROUTES, **ATTENTION_ROUTES, **MUST_NOT_RUN, **HONEST})
     assert {n: seen[n] for n in ATTENTION_ROUTES if seen[n] != "withheld"} == {}
+    assert {n for n in MUST_NOT_RUN if seen[n] == "ran"} == set()
     kept = ("torch.softmax", "log_softmax", "cross_entropy", "autograd.Function", "vmap")
     assert {n: seen[n] for n in (*kept, *HONEST) if seen[n] != "ran"} == {}
 
@@ -138,3 +156,38 @@ def test_without_the_attention_family_a_softmax_still_runs_and_trains() -> None:
 def test_nothing_in_the_process_brings_a_withheld_kernel_back(undo: str) -> None:
     seen = run("softmax", {"torch.softmax": SOFTMAX_ROUTES["torch.softmax"]}, undo)
     assert seen == {"torch.softmax": "withheld"}
+
+
+GUARDED = {
+    "ctypes": "lambda: __import__('ctypes').CDLL(None).getpid()",
+    "the collector's lists": "lambda: gc.get_objects()",
+    "a loaded module's source": "lambda: open(F.__file__).read()",
+    "a loaded module reloaded": "lambda: __import__('importlib').reload(F)",
+    "own memory": "lambda: open('/proc/self/mem', 'rb')",
+}
+GUARD_HONEST = {
+    "a new file": "lambda: open(__import__('tempfile').mktemp(), 'w').write('x')",
+    "a module imported first": "lambda: __import__('fractions')",
+    "an error in library code": "lambda: __import__('traceback').format_exception("
+    "*[(type(e), e, e.__traceback__) for e in [_library_error()]][0])",
+    "a softmax by hand": HONEST["exp and sum, backward"],
+}
+LIBRARY_ERROR = """
+def _library_error():
+    try:
+        torch.nn.Linear(2, 2).no_such_attribute
+    except AttributeError as exc:
+        return exc
+from attnkit.student_process.withheld import guard
+guard()
+"""
+
+
+def test_the_guard_refuses_foreign_calls_digging_and_recompiling_but_not_honest_work() -> None:
+    """Where kernels are withheld, an audit hook (which nothing in the process can remove)
+    refuses the ways around them: native calls, the collector's lists of objects, reading a
+    loaded PyTorch module's code again, the process's own memory."""
+    seen = run("attention", {**GUARDED, **GUARD_HONEST}, LIBRARY_ERROR)
+    refused = {n: seen[n] for n in GUARDED if not seen[n].startswith("other PermissionError")}
+    assert refused == {}
+    assert {n: seen[n] for n in GUARD_HONEST if seen[n] != "ran"} == {}

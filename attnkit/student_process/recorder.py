@@ -270,7 +270,7 @@ class Recorder:
 
     def kernel_names(self) -> list[str]:
         """The kernels the exercise reached, by name (``aten.mm``): the grader compares them
-        with those honest answers reach (attnkit_autograder.kernels)."""
+        with those honest answers reach."""
         return sorted({str(func.overloadpacket) for func in self.reached})
 
     def unverified(self) -> str | None:

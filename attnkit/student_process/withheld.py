@@ -51,29 +51,14 @@ class KernelWithheld(RuntimeError):
     """A kernel this worker does not have: the exercise must compute without it."""
 
 
-def _raiser(op: str) -> Any:
+def _raiser(what: str) -> Any:
     def withheld(*args: Any, **kwargs: Any) -> Any:
         from .recorder import _where
 
         # Named as the recorder names a kernel, with the notebook's cell and line.
-        raise KernelWithheld(f"{op}, PyTorch's kernel{_where()}")
+        raise KernelWithheld(f"{what}{_where()}")
 
     return withheld
-
-
-def _withheld_function(*args: Any, **kwargs: Any) -> Any:
-    # Runs with the globals of the library function whose code it replaced: only builtins.
-    withheld = __import__("attnkit.student_process.withheld", fromlist=["KernelWithheld"])
-    raise withheld.KernelWithheld("a library attention is not available here")
-
-
-PYTHON_FUNCTIONS = {
-    "softmax": ("torch.nn.functional", "multi_head_attention_forward"),
-    "attention": ("torch.nn.functional", "multi_head_attention_forward"),
-}
-"""Library functions written in Python that compute an attention from kernels that stay
-(``nn.MultiheadAttention`` asked for its weights runs a softmax and matrix products): their
-code is replaced in place, so every name that refers to them raises."""
 
 
 def _computes(key: str) -> bool:
@@ -82,9 +67,8 @@ def _computes(key: str) -> bool:
     (autograd, vmap, autocast, decompositions) end in these, and the recorder's mode still
     sees which one a call reached before it raises."""
     computing = ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
-    return key in computing or (
-        key.endswith("CPU") and not key.startswith(("Autograd", "Autocast"))
-    )
+    above = ("Autograd", "Autocast")
+    return key in computing or (key.endswith("CPU") and not key.startswith(above))
 
 
 @functools.cache
@@ -113,8 +97,6 @@ def withhold(profile: str) -> int:
 
     Called once, in a fresh worker, before any student code runs. Irreversible within the
     process (see the module's docstring)."""
-    import importlib
-
     import torch
 
     libraries: dict[tuple[str, str], Any] = {}
@@ -125,14 +107,167 @@ def withhold(profile: str) -> int:
             if library is None:
                 library = torch._C._dispatch_library("IMPL", namespace, key, "", 0)
                 libraries[namespace, key] = library
-            library.impl(name, key, _raiser(f"{namespace}.{name.partition('.')[0]}"), False)
+            kernel = f"{namespace}.{name.partition('.')[0]}, PyTorch's kernel"
+            library.impl(name, key, _raiser(kernel), False)
             replaced += 1
     for library in libraries.values():
         # The registrations live while their handle does: keep it alive with no Python
         # object referring to it (see the module's docstring).
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(library))
     libraries.clear()
-    module_name, function_name = PYTHON_FUNCTIONS[profile]
-    function = getattr(importlib.import_module(module_name), function_name)
-    function.__code__ = _withheld_function.__code__
-    return replaced
+    return replaced + withhold_python(profile)
+
+
+PYTHON_NAMES = {
+    "softmax": re.compile(f"{SOFTMAX_OPS}|{ATTENTION_OPS}|multihead", re.IGNORECASE),
+    "attention": re.compile(f"{ATTENTION_OPS}|multihead", re.IGNORECASE),
+}
+"""The same families among PyTorch's functions and classes written in Python: its
+decompositions and references (``torch._decomp``, ``torch._refs``) compute a softmax from
+``exp`` and ``sum``, ``nn.MultiheadAttention`` and flex attention's eager path an attention
+from a softmax and matrix products, so no withheld kernel would see them."""
+ENGINES = re.compile(
+    r"static|fuse|fuser|fusion|texpr|tensorexpr|llga|^_te$|^_nativert$|^_aoti$|^_lazy", re.I
+)
+"""Entry points of ``torch._C`` that run a graph of operations with kernels of their own,
+outside the dispatcher (Static Runtime, the TensorExpr and oneDNN fusers, the native and AOT
+runtimes, lazy tensors): a withheld kernel is not withheld from them."""
+
+
+@functools.cache
+def python_plan(profile: str) -> tuple[tuple[Any, Any], ...]:
+    """(function, the code that replaces it) for the Python functions of PyTorch's loaded
+    modules (and of its classes) whose names are of ``profile``'s family, worked out once in
+    the zygote."""
+    import sys
+    import types
+
+    pattern = PYTHON_NAMES[profile]
+    found: dict[int, Any] = {}
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("torch") or not isinstance(module, types.ModuleType):
+            continue
+        for value in list(vars(module).values()):
+            # Only functions and classes, whose names are plain attributes: another object's
+            # attribute lookup could run code (torch.backends.cuda's asks for a device).
+            kind = type(value)
+            if (kind is types.FunctionType or issubclass(kind, type)) and pattern.search(
+                value.__name__
+            ):
+                for function in _functions_of(value):
+                    # PyTorch's own code only (a class's shared helpers from typing are not)
+                    if str(function.__module__).startswith("torch"):
+                        found[id(function)] = function
+    return tuple((f, _raiser_code(f)) for f in found.values())
+
+
+def _functions_of(value: Any) -> list[Any]:
+    """The Python functions behind ``value``: itself and what it wraps, or a class's methods."""
+    import types
+
+    if isinstance(value, type):  # its own methods: a base class (nn.Module) is not of it
+        members = [getattr(m, "__func__", getattr(m, "fget", m)) for m in vars(value).values()]
+        return [f for m in members if not isinstance(m, type) for f in _functions_of(m)]
+    found = []
+    while isinstance(value, types.FunctionType) and value not in found:
+        found.append(value)
+        value = getattr(value, "__wrapped__", None)
+    return found
+
+
+def _raiser_code(function: Any) -> Any:
+    """Code that raises KernelWithheld naming ``function``, with as many free variables as
+    its closure holds (a function's code can only be swapped for such code)."""
+    names = [f"_cell{i}" for i in range(len(function.__code__.co_freevars))]
+    what = f"{function.__module__}.{function.__qualname__}, PyTorch's code in Python"
+    source = "def _outer():\n"
+    source += "".join(f"    {n} = None\n" for n in names)
+    source += "    def _withheld(*args, **kwargs):\n"
+    source += "".join(f"        {n}\n" for n in names)
+    source += (
+        "        raise __import__('attnkit.student_process.withheld', "
+        f"fromlist=['KernelWithheld'])._raiser({what!r})()\n"
+    )
+    source += "    return _withheld\n"
+    scope: dict[str, Any] = {}
+    exec(compile(source, "<withheld>", "exec"), scope)
+    return scope["_outer"]().__code__
+
+
+def withhold_python(profile: str) -> int:
+    """Swap the code of every function python_plan finds, in place (every name and table
+    that refers to one then raises), and take away the graph engines; how many were swapped."""
+    import types
+
+    import torch
+
+    swapped = 0
+    for function, code in python_plan(profile):
+        with contextlib.suppress(ValueError, TypeError):
+            function.__code__ = code
+            swapped += 1
+    for name in [n for n in dir(torch._C) if ENGINES.search(n)]:
+        engine = getattr(torch._C, name)
+        if isinstance(engine, type | types.ModuleType):  # kept, emptied: others import it
+            _take_away(engine, f"torch._C.{name}")
+        elif callable(engine):
+            setattr(torch._C, name, _raiser(f"torch._C.{name}, PyTorch's graph engine"))
+    return swapped
+
+
+def _take_away(owner: Any, label: str, depth: int = 0) -> None:
+    """Every function of an engine's module or class (and of a module's classes) replaced by
+    one that raises: found any other way (the module in ``sys.modules``, the class among
+    ``object.__subclasses__()``), it no longer runs anything."""
+    import types
+
+    for key, member in list(vars(owner).items()):
+        if key.startswith("__") and key not in ("__init__", "__call__"):
+            continue
+        if isinstance(member, type) and isinstance(owner, types.ModuleType) and depth == 0:
+            _take_away(member, f"{label}.{key}", depth + 1)
+        elif callable(member) and not isinstance(member, type):
+            with contextlib.suppress(AttributeError, TypeError):
+                setattr(owner, key, _raiser(f"{label}.{key}, PyTorch's graph engine"))
+
+
+GUARDED_EVENTS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents")
+
+
+@functools.cache
+def loaded_sources() -> frozenset[str]:
+    """The files of PyTorch's modules already loaded (source and compiled), worked out once
+    in the zygote: reading one again is compiling library code anew."""
+    import importlib.util
+    import os
+    import sys
+
+    found = set()
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) if name.startswith("torch") else None
+        if isinstance(path, str) and path.endswith(".py"):
+            found.add(os.path.realpath(path))
+            with contextlib.suppress(ValueError, NotImplementedError):
+                found.add(os.path.realpath(importlib.util.cache_from_source(path)))
+    return frozenset(found)
+
+
+def guard() -> None:
+    """An audit hook, which nothing in the process can remove, that refuses what would run
+    library code around the withheld kernels: foreign calls and memory (``ctypes``, this
+    process's ``/proc/.../mem``), reading a loaded PyTorch module's code again (to compile a
+    fresh copy of a function withheld here), and the collector's lists of live objects."""
+    import os
+    import sys
+
+    sources = loaded_sources()
+
+    def refuse(event: str, args: tuple[Any, ...]) -> None:
+        if event.startswith("ctypes.") or event in GUARDED_EVENTS:
+            raise PermissionError(f"{event} is not available where kernels are withheld")
+        if event == "open" and args and isinstance(args[0], str | bytes | os.PathLike):
+            path = os.path.realpath(os.fsdecode(args[0]))
+            if path in sources or (path.startswith("/proc/") and path.endswith("/mem")):
+                raise PermissionError(f"{path} is not readable where kernels are withheld")
+
+    sys.addaudithook(refuse)

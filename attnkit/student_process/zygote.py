@@ -59,8 +59,10 @@ def preload() -> None:
     from . import recorder, withheld
 
     notebook_code.kernel_shell()
-    for profile in withheld.PROFILES:
-        withheld.plan(profile)  # each worker then only registers (see withheld.withhold)
+    for profile in withheld.PROFILES:  # each worker then only registers (withheld.withhold)
+        withheld.plan(profile)
+        withheld.python_plan(profile)
+    withheld.loaded_sources()
     # The recorder's first use imports PyTorch's mode machinery (seconds): pay it once here,
     # with a softmax and an attention so every lazily loaded kernel path is warm.
     x = torch.ones(1, 2, 3, requires_grad=True)
@@ -297,10 +299,12 @@ def start_worker(limits: dict[str, Any], fds: list[int], scratch: str) -> None:
     requests, replies = fds
     profile = limits.get("withhold")
     if profile is not None:  # before any student code: see withheld.py
-        from .withheld import withhold
+        from .withheld import guard, withhold
 
         withhold(str(profile))
     info = confine(limits, scratch)
+    if profile is not None:
+        guard()  # last: confine's own calls (seccomp) go through ctypes
     worker = Worker(requests, replies, seal=bool(info.get("seccomp")))
     from .wire import encode
 

@@ -69,7 +69,18 @@ CORRECT_V2 = (
     "return weights @ values"
 )
 
-GUARDED_V2 = 'leak = attempt()\nif leak:\n    raise RuntimeError("ESCAPED: " + leak)\n' + CORRECT_V2
+# Where kernels are withheld, a guard refuses foreign calls (ctypes) before seccomp is asked:
+# that refusal is the attempt failing too. tests/test_sandbox.py runs every attempt that uses
+# them where no guard is, so that seccomp's own refusals are checked as well.
+GUARDED_V2 = (
+    "try:\n"
+    "    leak = attempt()\n"
+    "except PermissionError as refused:\n"
+    "    if 'where kernels are withheld' not in str(refused):\n"
+    "        raise\n"
+    "    leak = ''\n"
+    'if leak:\n    raise RuntimeError("ESCAPED: " + leak)\n' + CORRECT_V2
+)
 QKV = "q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)\n"
 
 
@@ -735,13 +746,15 @@ def _cases(targets: Targets) -> list[Case]:
             "_r.__exit__ = lambda self, *exc: None\n",
             "sys.modules",
         ),
+        # Where kernels are withheld, the guard refuses the collector's lists: the softmax
+        # fails, and every exercise that calls it.
         Case(
             "sm_recorder_found_with_gc",
             "evasion",
-            LOSES_SOFTMAX,
+            LOSES_SOFTMAX_USERS,
             SOFTMAX_CELL,
-            "forbidden",
-            "aten._softmax",
+            "error",
+            "gc.get_objects",
             {
                 "softmax": "blind_recorders()\n"
                 "return torch.nan_to_num(torch.softmax(x, dim), nan=0.0)"

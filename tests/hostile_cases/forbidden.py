@@ -169,7 +169,9 @@ IN_CALL = {
         "with torch._C.DisableTorchFunction(), "
         "torch.utils._python_dispatch._disable_current_modes():\n"
         "    out = torch.softmax(x, dim)",
-        LOSES_SOFTMAX, "aten._softmax, PyTorch's kernel"),
+        # The guard refuses the collector's lists where kernels are withheld: every
+        # exercise that calls this softmax fails.
+        LOSES_SOFTMAX_USERS, "gc.get_objects"),
 }  # fmt: skip
 CUSTOM_OP = """
 import torch
@@ -184,7 +186,8 @@ def in_call_cases() -> list[Case]:
     """A library softmax or attention behind a switch the recorder cannot see: each is graded
     where that kernel was withheld before any cell ran, and fails there."""
     found = [
-        Case(name, "evasion", lost, SOFTMAX_CELL, "forbidden", words,
+        Case(name, "evasion", lost, SOFTMAX_CELL, "error" if "gc." in words else "forbidden",
+             words,
              {"softmax": body + "\nreturn torch.nan_to_num(out, nan=0.0)"},
              CUSTOM_OP if "custom_op" in name else None)
         for name, (body, lost, words) in IN_CALL.items()

@@ -1,0 +1,91 @@
+"""Library softmax and attention reached around the withheld kernels: each attack in
+tests/corpus/withheld (written against the kit with its code in hand) must cost the exercises
+it cheats on, graded by ``attnkit grade`` as a course would.
+
+The attacks: PyTorch's native CPU softmax run by Static Runtime, NNC's own softmax, the
+Python decomposition and reference softmax (torch._decomp, torch._refs), nn.MultiheadAttention
+rebuilt from PyTorch's source file, and torch.ao's quantizable MultiheadAttention used as a
+scaled dot-product attention and as a multi-head attention. The corpus's files are specs in
+the fairness corpus's format (tests/corpus/fair/builder.py).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "corpus" / "fair"))
+
+import builder  # noqa: E402
+
+SOFTMAX = {"test_softmax_values", "test_softmax_stability"}
+ATTACKED = {
+    "static_runtime_softmax": SOFTMAX,
+    "nnc_softmax": SOFTMAX,
+    "decomp_softmax": SOFTMAX,
+    "refs_softmax": SOFTMAX,
+    "rebuilt_mha": {"test_v1_forward", "test_v1_batched", "test_v2_forward"},
+    "ao_sdpa": {"test_sdpa_values", "test_sdpa_masking", "test_causal_attention"},
+    "ao_mha": {"test_mha_values", "test_mha_heads"},
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    work = tmp_path_factory.mktemp("withheld")
+    lessons = set()
+    for path in sorted((ROOT / "tests" / "corpus" / "withheld").glob("*/*.py")):
+        built = builder.build(path)
+        built.write(work / built.lesson)
+        lessons.add(built.lesson)
+    records = {}
+    for lesson in sorted(lessons):
+        out = work / f"out-{lesson}"
+        command = [sys.executable, "-m", "attnkit", "grade", str(work / lesson)]
+        command += ["--out", str(out), "--assignment", lesson]
+        subprocess.run(command, check=True, capture_output=True, timeout=600)
+        for record in json.loads((out / "grades.json").read_text())["submissions"]:
+            records[record["student"]] = record
+    return records
+
+
+def test_every_attack_was_graded(graded: dict[str, dict]) -> None:
+    assert sorted(graded) == sorted(ATTACKED)
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKED))
+def test_an_exercise_computed_by_library_code_gets_none_of_its_points(
+    graded: dict[str, dict], attack: str
+) -> None:
+    tests = {t["grade_id"]: t for t in graded[attack]["tests"]}
+    kept = {g: (tests[g]["status"], tests[g]["message"]) for g in ATTACKED[attack]
+            if tests[g]["points"] > 0 or tests[g]["status"] == "passed"}  # fmt: skip
+    assert kept == {}
+    assert all(tests[g]["status"] in ("forbidden", "error") for g in ATTACKED[attack])
+
+
+def test_slow_cells_run_by_a_second_worker_cost_no_points(tmp_path: Path) -> None:
+    """Lesson 2 runs its cells in two workers (one without the softmax, one without fused
+    attention): the second's run of a slow experiment is not charged to the hidden tests,
+    as the first's is not."""
+    spec = ROOT / "tests" / "corpus" / "fair" / "02_self_attention" / "kofi_matmul.py"
+    notebook = builder.build(spec).notebook
+    for _ in range(2):
+        notebook["cells"].append(
+            {"cell_type": "code", "execution_count": None, "id": f"slow{_}", "metadata": {},
+             "outputs": [], "source": "import time\ntime.sleep(3)  # a slow experiment\n"}
+        )  # fmt: skip
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "ada.ipynb").write_text(json.dumps(notebook))
+    command = [sys.executable, "-m", "attnkit", "grade", str(tmp_path / "in"), "--out"]
+    command += [str(tmp_path / "out"), "--assignment", "02_self_attention"]
+    command += ["--budget", "5", "--cell-timeout", "4"]
+    subprocess.run(command, check=True, capture_output=True, timeout=300)
+    (record,) = json.loads((tmp_path / "out" / "grades.json").read_text())["submissions"]
+    lost = [(t["grade_id"], t["message"]) for t in record["tests"] if t["status"] != "passed"]
+    assert lost == [] and record["score"] == record["max_score"]
