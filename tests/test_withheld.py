@@ -106,7 +106,7 @@ HONEST = {
 
 
 def run(profile: str, routes: dict[str, str], extra: str = "") -> dict[str, str]:
-    body = PRELUDE.replace("PROFILE", repr(profile)) + textwrap.dedent(extra)
+    body = (PRELUDE + textwrap.dedent(extra)).replace("PROFILE", repr(profile))
     body += "import json\nprint(json.dumps({"
     body += ", ".join(f"{name!r}: outcome({route})" for name, route in routes.items())
     body += "}))\n"
@@ -161,9 +161,8 @@ def test_nothing_in_the_process_brings_a_withheld_kernel_back(undo: str) -> None
 GUARDED = {
     "ctypes": "lambda: __import__('ctypes').CDLL(None).getpid()",
     "the collector's lists": "lambda: gc.get_objects()",
-    "a loaded module's source": "lambda: open(F.__file__).read()",
-    "a loaded module reloaded": "lambda: __import__('importlib').reload(F)",
     "own memory": "lambda: open('/proc/self/mem', 'rb')",
+    "native code it wrote": "lambda: _load_own_library()",
 }
 GUARD_HONEST = {
     "a new file": "lambda: open(__import__('tempfile').mktemp(), 'w').write('x')",
@@ -171,23 +170,36 @@ GUARD_HONEST = {
     "an error in library code": "lambda: __import__('traceback').format_exception("
     "*[(type(e), e, e.__traceback__) for e in [_library_error()]][0])",
     "a softmax by hand": HONEST["exp and sum, backward"],
+    "a module scripted": "lambda: torch.jit.script(torch.nn.Sequential(torch.nn.Linear(2, 2), "
+    "torch.nn.Dropout(0.1)))(torch.ones(1, 2))",
 }
 LIBRARY_ERROR = """
+def _load_own_library():
+    import importlib.machinery, importlib.util, shutil, tempfile
+    original = importlib.util.find_spec("_bz2").origin
+    copy = shutil.copy(original, tempfile.mkdtemp())
+    loader = importlib.machinery.ExtensionFileLoader("_bz2", copy)
+    return loader.create_module(importlib.util.spec_from_file_location("_bz2", copy))
+
 def _library_error():
     try:
         torch.nn.Linear(2, 2).no_such_attribute
     except AttributeError as exc:
         return exc
 from attnkit.student_process.withheld import guard
-guard()
+guard(PROFILE)
 """
 
 
-def test_the_guard_refuses_foreign_calls_digging_and_recompiling_but_not_honest_work() -> None:
+def test_the_guard_refuses_foreign_calls_digging_and_new_library_code_but_not_honest_work() -> None:
     """Where kernels are withheld, an audit hook (which nothing in the process can remove)
-    refuses the ways around them: native calls, the collector's lists of objects, reading a
-    loaded PyTorch module's code again, the process's own memory."""
-    seen = run("attention", {**GUARDED, **GUARD_HONEST}, LIBRARY_ERROR)
+    refuses the ways around them: native calls, native code the notebook wrote, the
+    collector's lists of objects, the process's own memory, and a PyTorch module of the
+    family imported only now (its functions were never replaced)."""
+    routes = {**GUARDED, **GUARD_HONEST, "torch.onnx's attention": "lambda: "
+              "__import__('torch.onnx.ops', fromlist=['x']).attention"}  # fmt: skip
+    seen = run("attention", routes, LIBRARY_ERROR)
     refused = {n: seen[n] for n in GUARDED if not seen[n].startswith("other PermissionError")}
     assert refused == {}
+    assert seen["torch.onnx's attention"] == "withheld"
     assert {n: seen[n] for n in GUARD_HONEST if seen[n] != "ran"} == {}

@@ -1,17 +1,20 @@
 """Library softmax and attention reached around the withheld kernels: each attack in
 tests/corpus/withheld (written against the kit with its code in hand) must cost the exercises
-it cheats on, graded by ``attnkit grade`` as a course would.
+it cheats on, and each honest notebook there (``honest_*``) must keep every point, graded by
+``attnkit grade`` as a course would.
 
-The attacks: PyTorch's native CPU softmax run by Static Runtime, NNC's own softmax, the
-Python decomposition and reference softmax (torch._decomp, torch._refs), nn.MultiheadAttention
-rebuilt from PyTorch's source file, and torch.ao's quantizable MultiheadAttention used as a
-scaled dot-product attention and as a multi-head attention. The corpus's files are specs in
+The attacks: PyTorch's native CPU softmax run by Static Runtime, by a compiled extension the
+notebook writes and imports, and by NNC; the Python decomposition and reference softmax
+(torch._decomp, torch._refs); torch.ao's quantizable MultiheadAttention used as a scaled
+dot-product attention and as a multi-head attention; torch.onnx's reference attention, a
+module loaded only by the notebook. The corpus's files are specs in
 the fairness corpus's format (tests/corpus/fair/builder.py).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +32,9 @@ ATTACKED = {
     "nnc_softmax": SOFTMAX,
     "decomp_softmax": SOFTMAX,
     "refs_softmax": SOFTMAX,
-    "rebuilt_mha": {"test_v1_forward", "test_v1_batched", "test_v2_forward"},
+    "native_softmax": SOFTMAX,
+    "onnx_attention": {"test_sdpa_values", "test_sdpa_masking", "test_causal_attention"},
+    "onnx_mha": {"test_mha_values", "test_mha_heads"},
     "ao_sdpa": {"test_sdpa_values", "test_sdpa_masking", "test_causal_attention"},
     "ao_mha": {"test_mha_values", "test_mha_heads"},
 }
@@ -39,10 +44,15 @@ ATTACKED = {
 def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     work = tmp_path_factory.mktemp("withheld")
     lessons = set()
-    for path in sorted((ROOT / "tests" / "corpus" / "withheld").glob("*/*.py")):
+    corpus = ROOT / "tests" / "corpus" / "withheld"
+    for path in sorted(corpus.glob("*/*.py")):
         built = builder.build(path)
         built.write(work / built.lesson)
         lessons.add(built.lesson)
+    for path in sorted(corpus.glob("*/*.ipynb")):  # whole notebooks, as they were handed in
+        (work / path.parent.name).mkdir(exist_ok=True)
+        shutil.copyfile(path, work / path.parent.name / path.name)
+        lessons.add(path.parent.name)
     records = {}
     for lesson in sorted(lessons):
         out = work / f"out-{lesson}"
@@ -54,8 +64,27 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     return records
 
 
+HONEST = (
+    "honest_ulla_compares_first",
+    "honest_wren_scratch_helper_above",
+    "honest_ivo_tries_sdpa_first",
+    "honest_jit_scripted_attention",
+)
+"""Correct notebooks that call the library where Jupyter would run it: a comparison above
+one's own definition, a scratch cell before a helper, a try-out in the exercise's cell."""
+
+
 def test_every_attack_was_graded(graded: dict[str, dict]) -> None:
-    assert sorted(graded) == sorted(ATTACKED)
+    assert sorted(graded) == sorted([*ATTACKED, *HONEST])
+
+
+@pytest.mark.parametrize("student", HONEST)
+def test_an_honest_comparison_with_the_library_costs_nothing(
+    graded: dict[str, dict], student: str
+) -> None:
+    record = graded[student]
+    lost = [(t["grade_id"], t["message"]) for t in record["tests"] if t["status"] != "passed"]
+    assert lost == [] and record["score"] == record["max_score"]
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKED))

@@ -36,8 +36,8 @@ ATTENTION_OPS = r"attention|sdpa|multi_head|transformer_encoder|_safe_softmax"
 PROFILES = {
     # A fused attention kernel computes a softmax in one step too (one query over n keys,
     # identity values): where the softmax is to be written by hand, both are withheld.
-    "softmax": re.compile(f"{SOFTMAX_OPS}|{ATTENTION_OPS}"),
-    "attention": re.compile(ATTENTION_OPS),
+    "softmax": re.compile(f"{SOFTMAX_OPS}|{ATTENTION_OPS}", re.IGNORECASE),
+    "attention": re.compile(ATTENTION_OPS, re.IGNORECASE),
 }
 """The grader's names for what a worker withholds, and the kernel names (after the
 namespace) each covers. A kernel PyTorch adds later with such a name is covered too."""
@@ -231,43 +231,75 @@ def _take_away(owner: Any, label: str, depth: int = 0) -> None:
                 setattr(owner, key, _raiser(f"{label}.{key}, PyTorch's graph engine"))
 
 
-GUARDED_EVENTS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents")
+GUARDED_EVENTS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "os.utime")
+ELF = b"\x7fELF"
 
 
-@functools.cache
-def loaded_sources() -> frozenset[str]:
-    """The files of PyTorch's modules already loaded (source and compiled), worked out once
-    in the zygote: reading one again is compiling library code anew."""
-    import importlib.util
-    import os
-    import sys
-
-    found = set()
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None) if name.startswith("torch") else None
-        if isinstance(path, str) and path.endswith(".py"):
-            found.add(os.path.realpath(path))
-            with contextlib.suppress(ValueError, NotImplementedError):
-                found.add(os.path.realpath(importlib.util.cache_from_source(path)))
-    return frozenset(found)
-
-
-def guard() -> None:
+def guard(profile: str) -> None:
     """An audit hook, which nothing in the process can remove, that refuses what would run
-    library code around the withheld kernels: foreign calls and memory (``ctypes``, this
-    process's ``/proc/.../mem``), reading a loaded PyTorch module's code again (to compile a
-    fresh copy of a function withheld here), and the collector's lists of live objects."""
+    library code around the withheld kernels:
+
+    * foreign calls and raw memory (``ctypes``, this process's ``/proc/.../mem``) and the
+      collector's lists of live objects;
+    * native code the submission wrote (a compiled extension made or changed since the
+      worker started, or in its scratch folders): it could call PyTorch's kernels directly.
+      Setting a file's times is refused too, so such a file cannot pass for an old one;
+    * a PyTorch module not loaded before the kernels were withheld whose code defines a
+      function or class of the family (``torch.onnx``'s reference attention): its functions
+      were never replaced, so the import raises as a withheld kernel does.
+    """
     import os
     import sys
+    import time
 
-    sources = loaded_sources()
+    pattern = PYTHON_NAMES[profile]
+    started = time.time() - 1
+    scratch = tuple(os.path.realpath(p) + os.sep for p in ("/tmp", "/dev/shm", os.getcwd()))
+    torch_root = os.path.dirname(os.path.dirname(os.path.realpath(sys.modules["torch"].__file__)))
 
     def refuse(event: str, args: tuple[Any, ...]) -> None:
         if event.startswith("ctypes.") or event in GUARDED_EVENTS:
             raise PermissionError(f"{event} is not available where kernels are withheld")
         if event == "open" and args and isinstance(args[0], str | bytes | os.PathLike):
             path = os.path.realpath(os.fsdecode(args[0]))
-            if path in sources or (path.startswith("/proc/") and path.endswith("/mem")):
+            if path.startswith("/proc/") and path.endswith("/mem"):
                 raise PermissionError(f"{path} is not readable where kernels are withheld")
+        if event == "import" and args and isinstance(args[0], str):
+            if len(args) > 1 and isinstance(args[1], str) and _own(args[1], started, scratch):
+                raise PermissionError(f"{args[1]}: native code the notebook wrote is not loaded")
+            new = args[0].startswith("torch.") and args[0] not in sys.modules
+            if new and _defines_family(torch_root, args[0], pattern):
+                raise KernelWithheld(f"{args[0]}, PyTorch's code in Python")
 
     sys.addaudithook(refuse)
+
+
+def _own(path: str, started: float, scratch: tuple[str, ...]) -> bool:
+    """Whether ``path`` is native code this worker may have written: a shared library in its
+    scratch folders, or one made or changed since it started."""
+    import os
+
+    real = os.path.realpath(path)
+    try:
+        with open(real, "rb") as library:
+            if library.read(4) != ELF:
+                return False
+        return real.startswith(scratch) or os.stat(real).st_mtime >= started
+    except OSError:
+        return True  # a library that cannot be read cannot be vouched for
+
+
+def _defines_family(root: str, module: str, pattern: re.Pattern[str]) -> bool:
+    """Whether the module's source defines a function or class whose name is of the family."""
+    import os
+
+    base = os.path.join(root, *module.split("."))
+    for path in (base + ".py", os.path.join(base, "__init__.py")):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as source:
+                text = source.read()
+        except OSError:
+            continue
+        names = re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", text, re.MULTILINE)
+        return any(pattern.search(name) for name in names)
+    return False

@@ -62,7 +62,6 @@ def preload() -> None:
     for profile in withheld.PROFILES:  # each worker then only registers (withheld.withhold)
         withheld.plan(profile)
         withheld.python_plan(profile)
-    withheld.loaded_sources()
     # The recorder's first use imports PyTorch's mode machinery (seconds): pay it once here,
     # with a softmax and an attention so every lazily loaded kernel path is warm.
     x = torch.ones(1, 2, 3, requires_grad=True)
@@ -304,7 +303,7 @@ def start_worker(limits: dict[str, Any], fds: list[int], scratch: str) -> None:
         withhold(str(profile))
     info = confine(limits, scratch)
     if profile is not None:
-        guard()  # last: confine's own calls (seccomp) go through ctypes
+        guard(str(profile))  # last: confine's own calls (seccomp) go through ctypes
     worker = Worker(requests, replies, seal=bool(info.get("seccomp")))
     from .wire import encode
 
