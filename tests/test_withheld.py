@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -110,7 +111,14 @@ def run(profile: str, routes: dict[str, str], extra: str = "") -> dict[str, str]
     body += "import json\nprint(json.dumps({"
     body += ", ".join(f"{name!r}: outcome({route})" for name, route in routes.items())
     body += "}))\n"
-    done = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True, check=False)
+    # In a folder of its own, as a worker runs in its scratch folder.
+    done = subprocess.run(
+        [sys.executable, "-c", body],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tempfile.mkdtemp(),
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     import json
 
@@ -160,6 +168,7 @@ def test_nothing_in_the_process_brings_a_withheld_kernel_back(undo: str) -> None
 
 GUARDED = {
     "ctypes": "lambda: __import__('ctypes').CDLL(None).getpid()",
+    "cffi": "lambda: __import__('_cffi_backend')",
     "the collector's lists": "lambda: gc.get_objects()",
     "own memory": "lambda: open('/proc/self/mem', 'rb')",
     "native code it wrote": "lambda: _load_own_library()",
@@ -172,6 +181,11 @@ GUARD_HONEST = {
     "a softmax by hand": HONEST["exp and sum, backward"],
     "a module scripted": "lambda: torch.jit.script(torch.nn.Sequential(torch.nn.Linear(2, 2), "
     "torch.nn.Dropout(0.1)))(torch.ones(1, 2))",
+    "an optimiser's step": "lambda: __import__('torch.optim', fromlist=['x']).SGD("
+    "[torch.nn.Parameter(torch.ones(2))], lr=0.1).step()",
+    "assert_close": "lambda: torch.testing.assert_close(torch.ones(2), torch.ones(2))",
+    "a file copied with its times": "lambda: __import__('shutil').copy2(__file__ if False else "
+    "__import__('tempfile').mkstemp()[1], __import__('tempfile').mktemp())",
 }
 LIBRARY_ERROR = """
 def _load_own_library():
@@ -193,11 +207,12 @@ guard(PROFILE)
 
 def test_the_guard_refuses_foreign_calls_digging_and_new_library_code_but_not_honest_work() -> None:
     """Where kernels are withheld, an audit hook (which nothing in the process can remove)
-    refuses the ways around them: native calls, native code the notebook wrote, the
-    collector's lists of objects, the process's own memory, and a PyTorch module of the
-    family imported only now (its functions were never replaced)."""
+    refuses the ways around them: native calls (ctypes, cffi), native code the notebook
+    wrote, the collector's lists of objects, the process's own memory. A public PyTorch
+    module of the family that ``import torch`` does not load (torch.onnx.ops) was loaded
+    before the plan, so its attention is withheld too."""
     routes = {**GUARDED, **GUARD_HONEST, "torch.onnx's attention": "lambda: "
-              "__import__('torch.onnx.ops', fromlist=['x']).attention"}  # fmt: skip
+              "__import__('torch.onnx.ops', fromlist=['x']).attention(q, q, q)"}  # fmt: skip
     seen = run("attention", routes, LIBRARY_ERROR)
     refused = {n: seen[n] for n in GUARDED if not seen[n].startswith("other PermissionError")}
     assert refused == {}

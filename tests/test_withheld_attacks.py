@@ -4,7 +4,7 @@ it cheats on, and each honest notebook there (``honest_*``) must keep every poin
 ``attnkit grade`` as a course would.
 
 The attacks: PyTorch's native CPU softmax run by Static Runtime, by a compiled extension the
-notebook writes and imports, and by NNC; the Python decomposition and reference softmax
+notebook writes and imports, through cffi, and by NNC; the Python decomposition and reference softmax
 (torch._decomp, torch._refs); torch.ao's quantizable MultiheadAttention used as a scaled
 dot-product attention and as a multi-head attention; torch.onnx's reference attention, a
 module loaded only by the notebook. The corpus's files are specs in
@@ -33,6 +33,7 @@ ATTACKED = {
     "decomp_softmax": SOFTMAX,
     "refs_softmax": SOFTMAX,
     "native_softmax": SOFTMAX,
+    "cffi_softmax": SOFTMAX,
     "onnx_attention": {"test_sdpa_values", "test_sdpa_masking", "test_causal_attention"},
     "onnx_mha": {"test_mha_values", "test_mha_heads"},
     "ao_sdpa": {"test_sdpa_values", "test_sdpa_masking", "test_causal_attention"},
@@ -69,9 +70,12 @@ HONEST = (
     "honest_wren_scratch_helper_above",
     "honest_ivo_tries_sdpa_first",
     "honest_jit_scripted_attention",
+    "honest_optim_and_assert_close",
 )
 """Correct notebooks that call the library where Jupyter would run it: a comparison above
-one's own definition, a scratch cell before a helper, a try-out in the exercise's cell."""
+one's own definition, a scratch cell before a helper, a try-out in the exercise's cell, a
+TorchScript-compiled module, an optimiser and torch.testing (first imported by the
+notebook)."""
 
 
 def test_every_attack_was_graded(graded: dict[str, dict]) -> None:

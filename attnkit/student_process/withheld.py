@@ -77,6 +77,7 @@ def plan(profile: str) -> tuple[tuple[str, str, str], ...]:
     once, by the zygote, before any worker exists (a worker only registers)."""
     import torch
 
+    load_family()
     pattern = PROFILES[profile]
     found = []
     for qualified in torch._C._dispatch_get_all_op_names():
@@ -134,6 +135,11 @@ outside the dispatcher (Static Runtime, the TensorExpr and oneDNN fusers, the na
 runtimes, lazy tensors): a withheld kernel is not withheld from them."""
 
 
+PRELOADED = ("torch.onnx.ops", "torch.nn.attention.flex_attention")
+"""PyTorch's public modules of the family that ``import torch`` does not load: loaded before
+the plan, so that their functions are replaced with the rest."""
+
+
 @functools.cache
 def python_plan(profile: str) -> tuple[tuple[Any, Any], ...]:
     """(function, the code that replaces it) for the Python functions of PyTorch's loaded
@@ -142,23 +148,47 @@ def python_plan(profile: str) -> tuple[tuple[Any, Any], ...]:
     import sys
     import types
 
+    load_family()
     pattern = PYTHON_NAMES[profile]
     found: dict[int, Any] = {}
     for name, module in list(sys.modules.items()):
         if not name.startswith("torch") or not isinstance(module, types.ModuleType):
             continue
         for value in list(vars(module).values()):
-            # Only functions and classes, whose names are plain attributes: another object's
-            # attribute lookup could run code (torch.backends.cuda's asks for a device).
-            kind = type(value)
-            if (kind is types.FunctionType or issubclass(kind, type)) and pattern.search(
-                value.__name__
-            ):
-                for function in _functions_of(value):
-                    # PyTorch's own code only (a class's shared helpers from typing are not)
-                    if str(function.__module__).startswith("torch"):
-                        found[id(function)] = function
+            for candidate in [value, *_held_functions(value)]:
+                # Only functions and classes, whose names are plain attributes: another
+                # object's lookup could run code (torch.backends.cuda's asks for a device).
+                kind = type(candidate)
+                plain = kind is types.FunctionType or issubclass(kind, type)
+                if plain and pattern.search(candidate.__name__):
+                    for function in _functions_of(candidate):
+                        # PyTorch's own code only (a class's helpers from typing are not)
+                        if str(function.__module__).startswith("torch"):
+                            found[id(function)] = function
     return tuple((f, _raiser_code(f)) for f in found.values())
+
+
+def load_family() -> None:
+    """Load PRELOADED (before any plan: their kernels and functions are then covered)."""
+    import importlib
+
+    for name in PRELOADED:
+        with contextlib.suppress(Exception):  # a PyTorch without it has nothing to replace
+            importlib.import_module(name)
+
+
+def _held_functions(value: Any) -> list[Any]:
+    """Python functions a PyTorch object keeps in its own attributes (a custom operator's
+    Python implementation, ``_init_fn``): callable past the operator."""
+    import types
+
+    if type(value).__module__.split(".")[0] != "torch" or isinstance(value, type):
+        return []
+    try:
+        held = object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        return []
+    return [v for v in list(held.values()) if type(v) is types.FunctionType]
 
 
 def _functions_of(value: Any) -> list[Any]:
@@ -231,31 +261,24 @@ def _take_away(owner: Any, label: str, depth: int = 0) -> None:
                 setattr(owner, key, _raiser(f"{label}.{key}, PyTorch's graph engine"))
 
 
-GUARDED_EVENTS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents", "os.utime")
-ELF = b"\x7fELF"
+GUARDED_EVENTS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents")
+FOREIGN_INTERFACES = frozenset({"_cffi_backend", "cffi", "numba", "llvmlite", "cppyy"})
+"""Modules that call native code without the audit events ``ctypes`` raises."""
 
 
 def guard(profile: str) -> None:
     """An audit hook, which nothing in the process can remove, that refuses what would run
-    library code around the withheld kernels:
-
-    * foreign calls and raw memory (``ctypes``, this process's ``/proc/.../mem``) and the
-      collector's lists of live objects;
-    * native code the submission wrote (a compiled extension made or changed since the
-      worker started, or in its scratch folders): it could call PyTorch's kernels directly.
-      Setting a file's times is refused too, so such a file cannot pass for an old one;
-    * a PyTorch module not loaded before the kernels were withheld whose code defines a
-      function or class of the family (``torch.onnx``'s reference attention): its functions
-      were never replaced, so the import raises as a withheld kernel does.
-    """
+    library code around the withheld kernels: foreign calls (``ctypes``, and importing
+    another foreign function interface), raw memory (this process's ``/proc/.../mem``), the
+    collector's lists of live objects, and native code the submission wrote (an extension
+    module loaded from its scratch folders, or made or changed since the worker started):
+    any of these could call PyTorch's kernels directly, past the dispatcher."""
     import os
     import sys
     import time
 
-    pattern = PYTHON_NAMES[profile]
     started = time.time() - 1
     scratch = tuple(os.path.realpath(p) + os.sep for p in ("/tmp", "/dev/shm", os.getcwd()))
-    torch_root = os.path.dirname(os.path.dirname(os.path.realpath(sys.modules["torch"].__file__)))
 
     def refuse(event: str, args: tuple[Any, ...]) -> None:
         if event.startswith("ctypes.") or event in GUARDED_EVENTS:
@@ -265,41 +288,22 @@ def guard(profile: str) -> None:
             if path.startswith("/proc/") and path.endswith("/mem"):
                 raise PermissionError(f"{path} is not readable where kernels are withheld")
         if event == "import" and args and isinstance(args[0], str):
+            if args[0].partition(".")[0] in FOREIGN_INTERFACES:
+                raise PermissionError(f"{args[0]} is not available where kernels are withheld")
+            # The event names a file only when an extension module is loaded.
             if len(args) > 1 and isinstance(args[1], str) and _own(args[1], started, scratch):
                 raise PermissionError(f"{args[1]}: native code the notebook wrote is not loaded")
-            new = args[0].startswith("torch.") and args[0] not in sys.modules
-            if new and _defines_family(torch_root, args[0], pattern):
-                raise KernelWithheld(f"{args[0]}, PyTorch's code in Python")
 
     sys.addaudithook(refuse)
 
 
 def _own(path: str, started: float, scratch: tuple[str, ...]) -> bool:
-    """Whether ``path`` is native code this worker may have written: a shared library in its
-    scratch folders, or one made or changed since it started."""
+    """Whether the extension module at ``path`` may be the worker's own: in its scratch
+    folders, or made or changed since it started (or not there to look at)."""
     import os
 
     real = os.path.realpath(path)
     try:
-        with open(real, "rb") as library:
-            if library.read(4) != ELF:
-                return False
         return real.startswith(scratch) or os.stat(real).st_mtime >= started
     except OSError:
-        return True  # a library that cannot be read cannot be vouched for
-
-
-def _defines_family(root: str, module: str, pattern: re.Pattern[str]) -> bool:
-    """Whether the module's source defines a function or class whose name is of the family."""
-    import os
-
-    base = os.path.join(root, *module.split("."))
-    for path in (base + ".py", os.path.join(base, "__init__.py")):
-        try:
-            with open(path, encoding="utf-8", errors="replace") as source:
-                text = source.read()
-        except OSError:
-            continue
-        names = re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", text, re.MULTILINE)
-        return any(pattern.search(name) for name in names)
-    return False
+        return True
