@@ -3,11 +3,11 @@ tests/corpus/withheld (written against the kit with its code in hand) must cost 
 it cheats on, and each honest notebook there (``honest_*``) must keep every point, graded by
 ``attnkit grade`` as a course would.
 
-The attacks: PyTorch's native CPU softmax run by Static Runtime, by a compiled extension the
-notebook writes and imports, through cffi, and by NNC; the Python decomposition and reference softmax
-(torch._decomp, torch._refs); torch.ao's quantizable MultiheadAttention used as a scaled
-dot-product attention and as a multi-head attention; torch.onnx's reference attention, a
-module loaded only by the notebook. The corpus's files are specs in
+The attacks: PyTorch's native CPU softmax run by Static Runtime, by a compiled extension
+the notebook writes and imports, through cffi, and by NNC; the Python decomposition and
+reference softmax (torch._decomp, torch._refs); torch.ao's quantizable MultiheadAttention used
+as a scaled dot-product attention and as a multi-head attention; torch.onnx's reference
+attention, a module loaded only by the notebook. The corpus's files are specs in
 the fairness corpus's format (tests/corpus/fair/builder.py).
 """
 
