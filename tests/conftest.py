@@ -56,6 +56,8 @@ LONGEST_FIRST = (
     "test_slurm.py",
     "test_grade_run.py",
     "test_grader_hostile.py",
+    "test_withheld_attacks.py",
+    "test_class_of_40.py",
     "test_student_bundle.py",
     "test_notebooks_execute.py",
     "test_grader_engine.py",

@@ -230,23 +230,27 @@ def foreign_call_attempts() -> dict[str, str]:
     return {name: body for name, body in found.items() if "ctypes" in body}
 
 
-@pytest.mark.parametrize("name", sorted(foreign_call_attempts()))
-def test_seccomp_refuses_each_foreign_call_escape_where_no_guard_is(name: str) -> None:
+def test_seccomp_refuses_each_foreign_call_escape_where_no_guard_is() -> None:
+    """Each attempt in one sandbox, one call each: every one must find nothing."""
     import textwrap
 
     from hostile_cases import sandbox_state
     from hostile_cases.classic import Targets, _preamble
 
-    body = foreign_call_attempts()[name]
     targets = Targets(secrets=(str(ROOT / "solutions" / "self_attention.py"),), writable=(),
                       repo=str(ROOT))  # fmt: skip
-    helper = _preamble(targets)
-    helper += sandbox_state.TMPFS_FOLDERS if name in sandbox_state.ATTEMPTS else ""
-    helper += "def attempt():\n" + textwrap.indent(textwrap.dedent(body), "    ")
-    impl = submission(
-        helper, "def probe():\n    return __import__('numpy').asarray(len(attempt()))\n"
-    )
+    sources = [_preamble(targets) + sandbox_state.TMPFS_FOLDERS]
+    attempts = foreign_call_attempts()
+    for number, name in enumerate(sorted(attempts)):
+        body = textwrap.indent(textwrap.dedent(attempts[name]), "    ")
+        sources.append(
+            f"def attempt_{number}():\n{body}\n\n"
+            f"def probe_{number}():\n"
+            f"    return __import__('numpy').asarray(len(attempt_{number}()))\n"
+        )
+    impl = submission(*sources)
     try:
-        assert answer(impl) == 0, "the attempt found something"
+        found = {name: answer(impl, f"probe_{n}") for n, name in enumerate(sorted(attempts))}
     finally:
         impl.close()
+    assert len(found) >= 5 and {name: n for name, n in found.items() if n != 0} == {}

@@ -44,24 +44,17 @@ ATTACKED = {
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     work = tmp_path_factory.mktemp("withheld")
-    lessons = set()
     corpus = ROOT / "tests" / "corpus" / "withheld"
     for path in sorted(corpus.glob("*/*.py")):
-        built = builder.build(path)
-        built.write(work / built.lesson)
-        lessons.add(built.lesson)
+        builder.build(path).write(work / "in")  # a folder per student, as handed in
     for path in sorted(corpus.glob("*/*.ipynb")):  # whole notebooks, as they were handed in
-        (work / path.parent.name).mkdir(exist_ok=True)
-        shutil.copyfile(path, work / path.parent.name / path.name)
-        lessons.add(path.parent.name)
+        (work / "in" / path.stem).mkdir(parents=True)
+        shutil.copyfile(path, work / "in" / path.stem / f"{path.parent.name}.ipynb")
+    command = [sys.executable, "-m", "attnkit", "grade", str(work / "in"), "--out"]
+    subprocess.run([*command, str(work / "out")], check=True, capture_output=True, timeout=600)
     records = {}
-    for lesson in sorted(lessons):
-        out = work / f"out-{lesson}"
-        command = [sys.executable, "-m", "attnkit", "grade", str(work / lesson)]
-        command += ["--out", str(out), "--assignment", lesson]
-        subprocess.run(command, check=True, capture_output=True, timeout=600)
-        for record in json.loads((out / "grades.json").read_text())["submissions"]:
-            records[record["student"]] = record
+    for record in json.loads((work / "out" / "grades.json").read_text())["submissions"]:
+        records[record["student"]] = record
     return records
 
 
@@ -111,13 +104,13 @@ def test_slow_cells_run_by_a_second_worker_cost_no_points(tmp_path: Path) -> Non
     for _ in range(2):
         notebook["cells"].append(
             {"cell_type": "code", "execution_count": None, "id": f"slow{_}", "metadata": {},
-             "outputs": [], "source": "import time\ntime.sleep(3)  # a slow experiment\n"}
+             "outputs": [], "source": "import time\ntime.sleep(2)  # a slow experiment\n"}
         )  # fmt: skip
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "ada.ipynb").write_text(json.dumps(notebook))
     command = [sys.executable, "-m", "attnkit", "grade", str(tmp_path / "in"), "--out"]
     command += [str(tmp_path / "out"), "--assignment", "02_self_attention"]
-    command += ["--budget", "5", "--cell-timeout", "4"]
+    command += ["--budget", "4", "--cell-timeout", "3"]
     subprocess.run(command, check=True, capture_output=True, timeout=300)
     (record,) = json.loads((tmp_path / "out" / "grades.json").read_text())["submissions"]
     lost = [(t["grade_id"], t["message"]) for t in record["tests"] if t["status"] != "passed"]

@@ -29,6 +29,7 @@ import contextlib
 import ctypes
 import functools
 import re
+import types
 from typing import Any
 
 SOFTMAX_OPS = r"softmax"
@@ -227,38 +228,46 @@ def _raiser_code(function: Any) -> Any:
 def withhold_python(profile: str) -> int:
     """Swap the code of every function python_plan finds, in place (every name and table
     that refers to one then raises), and take away the graph engines; how many were swapped."""
-    import types
-
-    import torch
-
     swapped = 0
     for function, code in python_plan(profile):
         with contextlib.suppress(ValueError, TypeError):
             function.__code__ = code
             swapped += 1
-    for name in [n for n in dir(torch._C) if ENGINES.search(n)]:
-        engine = getattr(torch._C, name)
-        if isinstance(engine, type | types.ModuleType):  # kept, emptied: others import it
-            _take_away(engine, f"torch._C.{name}")
-        elif callable(engine):
-            setattr(torch._C, name, _raiser(f"torch._C.{name}, PyTorch's graph engine"))
+    for owner, key, raiser in engine_plan():
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(owner, key, raiser)
     return swapped
 
 
-def _take_away(owner: Any, label: str, depth: int = 0) -> None:
-    """Every function of an engine's module or class (and of a module's classes) replaced by
-    one that raises: found any other way (the module in ``sys.modules``, the class among
-    ``object.__subclasses__()``), it no longer runs anything."""
-    import types
+@functools.cache
+def engine_plan() -> tuple[tuple[Any, str, Any], ...]:
+    """(owner, attribute, what replaces it) for every function of the graph engines (ENGINES):
+    the engine's own name in ``torch._C``, and each function of an engine's module or class
+    (and of a module's classes), so that the engine found any other way (the module in
+    ``sys.modules``, the class among ``object.__subclasses__()``) runs nothing. Worked out
+    once, by the zygote."""
+    import torch
 
+    found: list[tuple[Any, str, Any]] = []
+    for name in [n for n in dir(torch._C) if ENGINES.search(n)]:
+        engine = getattr(torch._C, name)
+        if isinstance(engine, type | types.ModuleType):  # kept, emptied: others import it
+            found += _members(engine, f"torch._C.{name}")
+        elif callable(engine):
+            found.append((torch._C, name, _raiser(f"torch._C.{name}, PyTorch's graph engine")))
+    return tuple(found)
+
+
+def _members(owner: Any, label: str, depth: int = 0) -> list[tuple[Any, str, Any]]:
+    found = []
     for key, member in list(vars(owner).items()):
         if key.startswith("__") and key not in ("__init__", "__call__"):
             continue
         if isinstance(member, type) and isinstance(owner, types.ModuleType) and depth == 0:
-            _take_away(member, f"{label}.{key}", depth + 1)
+            found += _members(member, f"{label}.{key}", depth + 1)
         elif callable(member) and not isinstance(member, type):
-            with contextlib.suppress(AttributeError, TypeError):
-                setattr(owner, key, _raiser(f"{label}.{key}, PyTorch's graph engine"))
+            found.append((owner, key, _raiser(f"{label}.{key}, PyTorch's graph engine")))
+    return found
 
 
 GUARDED_EVENTS = ("gc.get_objects", "gc.get_referrers", "gc.get_referents")
@@ -278,7 +287,10 @@ def guard(profile: str) -> None:
     import time
 
     started = time.time() - 1
-    scratch = tuple(os.path.realpath(p) + os.sep for p in ("/tmp", "/dev/shm", os.getcwd()))
+    # Its own folder; in the bubblewrap sandbox (the zygote is PID 1) all of /tmp and /dev/shm
+    # are this submission's too. Elsewhere they may hold the kit's own environment.
+    private = ("/tmp", "/dev/shm") if os.getppid() == 1 else ()
+    scratch = tuple(os.path.realpath(p) + os.sep for p in (*private, os.getcwd()))
 
     def refuse(event: str, args: tuple[Any, ...]) -> None:
         if event.startswith("ctypes.") or event in GUARDED_EVENTS:

@@ -62,6 +62,7 @@ def preload() -> None:
     for profile in withheld.PROFILES:  # each worker then only registers (withheld.withhold)
         withheld.plan(profile)
         withheld.python_plan(profile)
+    withheld.engine_plan()
     # The recorder's first use imports PyTorch's mode machinery (seconds): pay it once here,
     # with a softmax and an attention so every lazily loaded kernel path is warm.
     x = torch.ones(1, 2, 3, requires_grad=True)
