@@ -32,8 +32,11 @@ import re
 import types
 from typing import Any
 
-SOFTMAX_OPS = r"softmax"
-ATTENTION_OPS = r"attention|sdpa|multi_head|transformer_encoder|_safe_softmax"
+from .recorder import ATTENTION_PATTERNS, SOFTMAX_PATTERNS
+
+# The recorder's name families (one home for what a softmax or attention kernel is called).
+SOFTMAX_OPS = "|".join(map(re.escape, SOFTMAX_PATTERNS))
+ATTENTION_OPS = "|".join(map(re.escape, ATTENTION_PATTERNS))
 PROFILES = {
     # A fused attention kernel computes a softmax in one step too (one query over n keys,
     # identity values): where the softmax is to be written by hand, both are withheld.
