@@ -29,6 +29,7 @@ from typing import Any
 
 from attnkit.adapters import MalformedResult, validate_result
 from attnkit.notebook_code import Cell, CellOutcome
+from attnkit.student_process.withheld import LENT_EXIT
 from attnkit.student_process.wire import HEADER, WireError, decode, encode
 
 from .sandbox import (
@@ -137,6 +138,9 @@ class IsolatedSubmission:
         # The kernels the workers go without (withheld.PROFILES); a hard end (monotonic
         # time) no budget extends; cells that stopped at a withheld kernel (first run).
         self.withhold, self.until, self.withheld_cells = withhold, until, dict[int, str]()
+        self.cells_reached = False
+        """The first run of the cells reached a withheld kernel (caught or not): this
+        worker's state may then differ from Jupyter's, and it answers only for itself."""
         self.shared = shared
         """The lesson's released cells the sandbox may compute once (see shared_cells)."""
         self.offered: frozenset[str] = frozenset()
@@ -325,6 +329,8 @@ class IsolatedSubmission:
             self.threads = threads
         if isinstance(reported, dict) and reported.get("shared") is True and not self.notes_taken:
             self.shared_cells.append(cell.index)
+        if not isinstance(reported, dict) or reported.get("withheld") != 0:
+            self.cells_reached = True  # anything but a plain count of none: assume reached
         if not isinstance(reported, dict) or reported.get("status") not in ("error", "timeout"):
             return None
         if reported.get("status") == "timeout":
@@ -420,9 +426,24 @@ class IsolatedSubmission:
         self.variant = grade_id
         return self
 
+    @property
+    def can_lend(self) -> bool:
+        """Whether this worker may answer calls for a worker that withholds less: it is
+        running, its cells have run, and they reached no withheld kernel (so its state is
+        the one Jupyter would have)."""
+        return (
+            self._channel is not None
+            and self.notes_taken
+            and not self.cells_reached
+            and not self.withheld_cells
+        )
+
     def run(
-        self, adapter: str, *, forbidden: tuple[str, ...] = (), **kwargs: Any
+        self, adapter: str, *, forbidden: tuple[str, ...] = (), lent: bool = False, **kwargs: Any
     ) -> dict[str, Any]:
+        """The adapter's result for the submission's definitions. ``lent``: the call is
+        asked here for a worker that withholds less; if it reaches a withheld kernel it
+        raises :class:`LentCallReached` (the worker is gone) and must be asked there."""
         if self._remaining() <= 0:
             raise WorkerTimeout("the submission used up its total time budget")
         target = str(kwargs.get("name", adapter))
@@ -437,6 +458,7 @@ class IsolatedSubmission:
             "forbidden": list(forbidden),
             "kwargs": kwargs,
             "variant": self.variant,
+            "lent": lent,
         }
         try:
             reply = self._exchange(request, self.call_timeout, f"running {target}")
@@ -445,9 +467,16 @@ class IsolatedSubmission:
             self._stop_worker()
             raise
         except WorkerCrashed as crashed:
+            ended = len(self.endings)
             self._stop_worker()
+            # The zygote's account of how the worker ended, not the worker's.
+            if lent and any(end.exit == LENT_EXIT for end in self.endings[ended:]):
+                raise LentCallReached(target) from None
             raise WorkerCrashed(self.stop_reason or str(crashed)) from None
         if "error" in reply:
+            error = reply["error"]
+            if lent and isinstance(error, dict) and error.get("type") == WITHHELD_TYPE:
+                raise LentCallReached(target)
             raise raised_in_submission(reply["error"])
         try:
             return validate_result(adapter, reply.get("ok"))
@@ -456,6 +485,10 @@ class IsolatedSubmission:
             raise WorkerCrashed(
                 f"the submission's process sent a malformed reply ({exc})"
             ) from None
+
+
+class LentCallReached(Exception):
+    """A lent call (see :meth:`IsolatedSubmission.run`) needed a kernel this worker withholds."""
 
 
 class _CellStopped(Exception):

@@ -164,8 +164,9 @@ def open_sandbox(grading: Grading) -> WithholdingSubmission:
             # A later worker ends when the first one's hidden tests must: one budget.
             until=primary.deadline if primary is not None else None,
         )
-        if primary is not None:  # cells the first run had to stop are not paid for again
+        if primary is not None:  # cells the first run had to stop are not paid for again,
             worker.stopped_cells |= primary.stopped_cells
+            worker.timed_out = primary.timed_out  # nor a call that ran out of time (lent)
         return worker
 
     return WithholdingSubmission(open_worker, grading.slug)

@@ -31,7 +31,7 @@ from attnkit.adapters import MissingDefinition
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.student_process.recorder import ATTENTION_FAMILY, FAMILIES, SOFTMAX_FAMILY
 
-from .isolation import IsolatedSubmission, SubmissionError
+from .isolation import IsolatedSubmission, LentCallReached, SubmissionError
 from .submission_errors import WITHHELD_TYPE
 
 ORDER = ("softmax", "attention", None)
@@ -107,6 +107,9 @@ class WithholdingSubmission:
         self.label = ""
         self.unwithheld: set[str] = set()
         """Exercises that forbid nothing and met a withheld kernel: asked where none is."""
+        self.lending = True
+        """Whether a worker that withholds more may still answer for a laxer one's (see
+        :meth:`_lender`)."""
 
     def _use(self, profile: str | None) -> IsolatedSubmission:
         worker = self.workers.get(profile)
@@ -126,6 +129,16 @@ class WithholdingSubmission:
     def prepare(self) -> None:
         self._use(self.first).prepare()
 
+    def _lender(self, profile: str | None) -> IsolatedSubmission | None:
+        """The running worker that may answer for ``profile``'s: one that withholds more
+        (earlier in ORDER), whose cells reached no withheld kernel, while no lent call has
+        needed one."""
+        worker = self.current
+        if not self.lending or worker is None or not worker.can_lend:
+            return None
+        stricter = ORDER.index(worker.withhold) < ORDER.index(profile)
+        return worker.with_variant(self.variant) if stricter else None
+
     def run(
         self, adapter: str, *, forbidden: tuple[str, ...] = (), **kwargs: Any
     ) -> dict[str, Any]:
@@ -133,6 +146,12 @@ class WithholdingSubmission:
         name = str(kwargs.get("name", adapter))
         if profile is None and name in self.unwithheld:
             return self._use(None).run(adapter, forbidden=forbidden, **kwargs)
+        lender = self._lender(profile or self.default)
+        if lender is not None:
+            try:
+                return lender.run(adapter, forbidden=forbidden, lent=True, **kwargs)
+            except LentCallReached:
+                self.lending = False  # from now on each exercise is asked in its own worker
         worker = self._use(profile or self.default)
         try:
             return worker.run(adapter, forbidden=forbidden, **kwargs)

@@ -55,6 +55,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     records = {}
     for record in json.loads((work / "out" / "grades.json").read_text())["submissions"]:
         records[record["student"]] = record
+    for path in (work / "out" / "results").glob("*/*.json"):  # each result's run, too
+        result = json.loads(path.read_text())
+        records[result["student"]]["run"] = result["run"]
     return records
 
 
@@ -64,11 +67,31 @@ HONEST = (
     "honest_ivo_tries_sdpa_first",
     "honest_jit_scripted_attention",
     "honest_optim_and_assert_close",
+    "honest_quinn_library_softmax_for_batches",
+    "honest_zoe_own_softmax_everywhere",
 )
 """Correct notebooks that call the library where Jupyter would run it: a comparison above
 one's own definition, a scratch cell before a helper, a try-out in the exercise's cell, a
 TorchScript-compiled module, an optimiser and torch.testing (first imported by the
-notebook)."""
+notebook), an attention layer that takes the library's softmax (allowed there) only for the
+hidden tests' small batches, behind a try whose placeholder would lose points, and one that
+never calls the library's softmax (graded by one worker)."""
+
+
+def test_a_worker_lends_its_answers_only_while_they_are_what_jupyter_would_give(
+    graded: dict[str, dict],
+) -> None:
+    """Lesson 2's attention exercises may use a library softmax; its softmax may not. Their
+    answers come from the worker without a softmax while its cells reached no withheld
+    kernel and the call needs none: one run of the cells. Otherwise from a worker of their
+    own, so the answer is Jupyter's: the cells' comparison with the library (Ulla), or an
+    attention call that needs the softmax, which ends the lent call before the notebook's
+    own try can catch the error (Quinn's placeholder would cost test_v1_batched)."""
+    workers = {student: graded[student]["run"]["workers_started"] for student in graded}
+    assert workers["honest_wren_scratch_helper_above"] == 2  # her scratch cell's softmax
+    assert workers["honest_ulla_compares_first"] == 2
+    assert workers["honest_quinn_library_softmax_for_batches"] == 2
+    assert workers["honest_zoe_own_softmax_everywhere"] == 1
 
 
 def test_every_attack_was_graded(graded: dict[str, dict]) -> None:
@@ -101,6 +124,10 @@ def test_slow_cells_run_by_a_second_worker_cost_no_points(tmp_path: Path) -> Non
     as the first's is not."""
     spec = ROOT / "tests" / "corpus" / "fair" / "02_self_attention" / "kofi_matmul.py"
     notebook = builder.build(spec).notebook
+    notebook["cells"].append(  # a comparison with the library: the second worker is needed
+        {"cell_type": "code", "execution_count": None, "id": "compare", "metadata": {},
+         "outputs": [], "source": "print(torch.softmax(torch.zeros(3), 0))\n"}
+    )  # fmt: skip
     for _ in range(2):
         notebook["cells"].append(
             {"cell_type": "code", "execution_count": None, "id": f"slow{_}", "metadata": {},
@@ -115,3 +142,5 @@ def test_slow_cells_run_by_a_second_worker_cost_no_points(tmp_path: Path) -> Non
     (record,) = json.loads((tmp_path / "out" / "grades.json").read_text())["submissions"]
     lost = [(t["grade_id"], t["message"]) for t in record["tests"] if t["status"] != "passed"]
     assert lost == [] and record["score"] == record["max_score"]
+    (result,) = (tmp_path / "out" / "results").glob("*/*.json")
+    assert json.loads(result.read_text())["run"]["workers_started"] == 2

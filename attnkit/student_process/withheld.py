@@ -28,8 +28,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import os
 import re
 import types
+from collections.abc import Iterator
 from typing import Any
 
 from .recorder import ATTENTION_PATTERNS, SOFTMAX_PATTERNS
@@ -55,14 +57,68 @@ class KernelWithheld(RuntimeError):
     """A kernel this worker does not have: the exercise must compute without it."""
 
 
+LENT_EXIT = 86
+"""How a worker ends when a lent call reaches a withheld kernel (see :func:`lent`): the
+zygote reports the status, so the grader asks that exercise's own worker instead."""
+
+
+class _Reach:
+    """What this worker's withheld kernels saw. Only the grader's own choices rest on it (is
+    this worker's state Jupyter's, may it answer for a laxer one), and a notebook that
+    changes it can only have its own exercises asked where they fail."""
+
+    count = 0
+    """Withheld kernels reached so far (caught or not): the cells' count tells the grader
+    whether they ran as they would in Jupyter."""
+    lent = False
+    """The current call is lent (see :func:`lent`)."""
+    quiet = False
+    """The recorder's canary is running (see :func:`quiet`)."""
+
+
+_exit = os._exit  # bound before any student code runs
+
+
 def _raiser(what: str) -> Any:
     def withheld(*args: Any, **kwargs: Any) -> Any:
+        if not _Reach.quiet:
+            _Reach.count += 1
+            if _Reach.lent:
+                _exit(LENT_EXIT)  # nothing can catch it: the call is asked elsewhere
         from .recorder import _where
 
         # Named as the recorder names a kernel, with the notebook's cell and line.
         raise KernelWithheld(f"{what}{_where()}")
 
     return withheld
+
+
+def reached() -> int:
+    """How many times this worker's withheld kernels were reached (see :class:`_Reach`)."""
+    return _Reach.count
+
+
+@contextlib.contextmanager
+def lent(on: bool = True) -> Iterator[None]:
+    """A call this worker answers for a worker that withholds less (the grader's choice, see
+    autograder.withholding): the first withheld kernel it reaches ends the worker at once,
+    before the notebook's own code could catch the error and answer otherwise."""
+    before, _Reach.lent = _Reach.lent, on
+    try:
+        yield
+    finally:
+        _Reach.lent = before
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """The recorder's canary: a softmax the kit itself asks for is neither counted nor ends
+    a lent call."""
+    before, _Reach.quiet = _Reach.quiet, True
+    try:
+        yield
+    finally:
+        _Reach.quiet = before
 
 
 def _computes(key: str) -> bool:

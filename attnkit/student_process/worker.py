@@ -22,6 +22,8 @@ import sys
 import time
 from typing import Any
 
+from .withheld import lent, reached
+
 HEADER = struct.Struct(">Q")
 MAX_REQUEST_BYTES = 256 * 1024**2
 
@@ -222,11 +224,12 @@ class Worker:
                 n: self.run.namespace[n] for n in watch if n in self.run.namespace
             }
         if request.get("skip"):
-            return {"status": "ok", "error_type": "", "message": "", "line": None}
+            return {"status": "ok", "error_type": "", "message": "", "line": None,
+                    "withheld": reached()}  # fmt: skip
         shared = SHARED.get(cell.source) if request.get("shared") else None
         if shared is not None and hand_over(shared, self.run.namespace):
             return {"status": "ok", "error_type": "", "message": "", "line": None,
-                    "threads": other_tasks(), "shared": True}  # fmt: skip
+                    "threads": other_tasks(), "shared": True, "withheld": reached()}  # fmt: skip
         outcome = self.run_whole_cell(cell, request.get("timeout"))
         return {
             "status": outcome.status,
@@ -234,6 +237,9 @@ class Worker:
             "message": outcome.message,
             "line": outcome.line,
             "threads": other_tasks(),
+            # Withheld kernels reached so far: the grader lends this worker's answers to a
+            # laxer worker's exercises only while its cells reached none (see withholding).
+            "withheld": reached(),
         }
 
     def run_whole_cell(self, cell: Any, timeout: Any) -> Any:
@@ -281,9 +287,10 @@ class Worker:
         namespace.update(live)
         try:
             forbidden = request.get("forbidden", ())
-            result = self.call_recorded(
-                namespace, request["adapter"], forbidden, request["kwargs"], other_threads
-            )
+            with lent(request.get("lent") is True):
+                result = self.call_recorded(
+                    namespace, request["adapter"], forbidden, request["kwargs"], other_threads
+                )
             return {"ok": result}
         except BaseException as exc:  # everything is reported; the grader decides
             name = getattr(exc, "name", None) if type(exc).__name__ == "MissingDefinition" else None
