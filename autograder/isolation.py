@@ -29,8 +29,8 @@ from typing import Any
 
 from attnkit.adapters import MalformedResult, validate_result
 from attnkit.notebook_code import Cell, CellOutcome
-from attnkit.student_process.withheld import LENT_EXIT
 from attnkit.student_process.wire import HEADER, WireError, decode, encode
+from attnkit.student_process.withheld import LENT_EXIT
 
 from .sandbox import (
     STOP_REASONS,
