@@ -22,6 +22,7 @@ naming the file and saying what to do.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import signal
@@ -93,16 +94,24 @@ def first_line(source: str, width: int) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
+_JSON_SPECIAL = re.compile(r'["\\\[\]{}]')
+"""The only characters that change a JSON text's nesting: quotes, escapes, brackets."""
+
+
 def _nesting_depth(text: str) -> int:
-    """The deepest bracket nesting in a JSON text, without recursing (json.loads would)."""
+    """The deepest bracket nesting in a JSON text, without recursing (json.loads would).
+    Only the characters that matter are visited (one pass, found by the regex engine)."""
     depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
+    in_string = False
+    escaped_at = -1  # the position a backslash in a string escapes
+    for match in _JSON_SPECIAL.finditer(text):
+        at = match.start()
+        if at == escaped_at:
+            continue
+        char = text[at]
         if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
+            if char == "\\":
+                escaped_at = at + 1
             elif char == '"':
                 in_string = False
         elif char == '"':
@@ -247,6 +256,7 @@ LESSON_DEMOS = ("train", "show_heads")
 student's eyes, and no exercise is graded on what they do."""
 
 
+@functools.lru_cache(maxsize=512)  # asked of every cell again and again while grading
 def is_check_cell(source: str) -> bool:
     """True for a cell the grader does not run: one that only calls the kit's self-check
     (``lesson.check(softmax)``) or the lesson helper's demonstrations (``lesson.train(...)``,

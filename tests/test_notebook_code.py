@@ -6,8 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from attnkit.notebook_code import NotebookError, load_notebook, read_cells
+from attnkit.notebook_code import NotebookError, _nesting_depth, load_notebook, read_cells
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def notebook(path: Path, *sources: str, nbformat: int = 4, grade_ids: dict | None = None) -> Path:
@@ -130,3 +134,37 @@ def test_damaged_files_raise_a_clear_error_or_read_as_empty(tmp_path, content, m
     with pytest.raises(NotebookError, match=message) as err:
         read_cells(path)
     assert str(path) in err.value.message
+
+
+def _depth_by_every_character(text: str) -> int:
+    """The nesting walk character by character: what _nesting_depth must agree with."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet='[]{}"\\a,: ', max_size=60))
+def test_the_nesting_walk_visits_only_what_matters_and_agrees(text: str) -> None:
+    assert _nesting_depth(text) == _depth_by_every_character(text)
+
+
+def test_the_nesting_of_a_real_notebook_and_of_escaped_quotes() -> None:
+    notebook = (ROOT / "assignments" / "02_self_attention" / "02_self_attention.ipynb").read_text()
+    assert _nesting_depth(notebook) == _depth_by_every_character(notebook) > 2
+    assert _nesting_depth('["\\\\", ["\\"[[["]]') == 2

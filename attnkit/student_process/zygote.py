@@ -58,7 +58,7 @@ def preload() -> None:
     from .. import adapters, notebook, notebook_code  # noqa: F401
     from . import recorder, withheld
 
-    notebook_code.kernel_shell()
+    warm_shell(notebook_code)
     for profile in withheld.PROFILES:  # each worker then only registers (withheld.withhold)
         withheld.plan(profile)
         withheld.python_plan(profile)
@@ -75,6 +75,29 @@ def preload() -> None:
         gpt2_tokenizer()
     except Exception:  # the lessons' own cells report a missing tokenizer
         pass
+
+
+WARM_UP_CELLS = (
+    "def f(x: int) -> int:\n    return x\n\n\nclass A:\n    pass\n",
+    "print(1)\n1",
+    "raise ValueError('warm-up')",
+)
+"""Cells the zygote runs once in a throwaway namespace: what IPython loads on a worker's first
+cell, first displayed value and first error (its logger and debugger, the traceback's
+highlighter) is then loaded once, not again by every worker."""
+
+
+def warm_shell(notebook_code: Any) -> None:
+    import io
+
+    import torch._subclasses.schema_check_mode  # noqa: F401 (PyTorch loads it on a first demo)
+
+    shell = notebook_code.kernel_shell()
+    notebook_code.fresh_namespace(shell)
+    quiet = io.StringIO()
+    with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+        for source in WARM_UP_CELLS:
+            notebook_code.run_cell(shell, notebook_code.Cell(0, source))
 
 
 def receive_spawn(control: socket.socket) -> tuple[dict[str, Any], list[int]]:
