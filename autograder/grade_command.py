@@ -16,7 +16,7 @@ from . import discovery, late, per_student, results, run_manifest, shards
 from .discovery import Submission
 from .pipeline import GradeSettings
 from .shards import Shard
-from .supervisor import RunOutcome, grade_all
+from .supervisor import RunOutcome, grade_all, start_grader_server
 
 
 def add_parser(commands: Any) -> None:
@@ -292,6 +292,7 @@ def run(args: argparse.Namespace) -> int:
     # Ids of files of no known assignment are digests of their paths: the same however
     # SUBMISSIONS is typed (and from any working folder, as shards and regrades run).
     args.submissions = Path(os.path.abspath(args.submissions))
+    start_grader_server()  # loads PyTorch meanwhile: the checks below need no grader
     submissions = find_submissions(args)
     everyone = submissions
     if shard is not None:

@@ -190,8 +190,7 @@ class Supervisor:
         # (PyTorch, the pipeline): paid once for the run instead of once per grader, and
         # those pages are shared. The server is a fresh process, not this one: nothing of
         # the coordinating process (its threads, its open files) reaches a grader.
-        self.context = multiprocessing.get_context("forkserver")
-        self.context.set_forkserver_preload(["torch", "attnkit_autograder.pipeline"])
+        self.context = grader_context()
         self.waiting.extend(range(len(self.todo)))
 
     def start_grader(self) -> None:
@@ -357,6 +356,27 @@ def stop(process: Any) -> None:
     if process.is_alive():
         process.kill()
         process.join(timeout=10)
+
+
+GRADER_PRELOAD = ["torch", "attnkit_autograder.pipeline"]
+
+
+def grader_context() -> Any:
+    """The multiprocessing context graders are forked from: one server that has loaded what
+    every grader needs (see Supervisor)."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(GRADER_PRELOAD)
+    return context
+
+
+def start_grader_server() -> None:
+    """Start the graders' server now, without waiting: it loads PyTorch (seconds, on one
+    core) while this process finds the submissions and checks the sandbox on the other."""
+    from multiprocessing import forkserver
+
+    grader_context()
+    with contextlib.suppress(OSError, ValueError):  # the first grader starts it otherwise
+        forkserver.ensure_running()
 
 
 def grade_all(

@@ -81,10 +81,11 @@ _exit = os._exit  # bound before any student code runs
 
 def _raiser(what: str) -> Any:
     def withheld(*args: Any, **kwargs: Any) -> Any:
-        if not _Reach.quiet:
-            _Reach.count += 1
-            if _Reach.lent:
-                _exit(LENT_EXIT)  # nothing can catch it: the call is asked elsewhere
+        if _Reach.quiet:
+            raise KernelWithheld(what)  # the canary's: nobody reads where it was
+        _Reach.count += 1
+        if _Reach.lent:
+            _exit(LENT_EXIT)  # nothing can catch it: the call is asked elsewhere
         from .recorder import _where
 
         # Named as the recorder names a kernel, with the notebook's cell and line.
