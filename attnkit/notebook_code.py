@@ -338,8 +338,24 @@ def kernel_shell() -> Any:
     shell.getoutput = lambda cmd, split=True, depth=0: []
     # `%matplotlib inline` asks for a GUI event loop, which only a kernel's shell has.
     shell.enable_gui = lambda gui=None: None
+    shell.should_run_async = _plain_unless_awaiting(shell.should_run_async)
     _shell = shell
     return shell
+
+
+def _plain_unless_awaiting(should_run_async: Any) -> Any:
+    """IPython compiles every cell once more to learn whether it awaits at the top level;
+    a cell without the words ``await`` and ``async`` cannot, so that compile is skipped
+    (the answer is the one IPython would reach)."""
+
+    def decide(raw_cell: str, **kwargs: Any) -> bool:
+        transformed = kwargs.get("transformed_cell")
+        if isinstance(transformed, str) and "await" not in transformed:
+            if "async" not in transformed:
+                return False
+        return bool(should_run_async(raw_cell, **kwargs))
+
+    return decide
 
 
 def fresh_namespace(shell: Any) -> dict[str, Any]:
