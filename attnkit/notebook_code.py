@@ -339,8 +339,29 @@ def kernel_shell() -> Any:
     # `%matplotlib inline` asks for a GUI event loop, which only a kernel's shell has.
     shell.enable_gui = lambda gui=None: None
     shell.should_run_async = _plain_unless_awaiting(shell.should_run_async)
+    shell.transform_cell = _remembered(shell.transform_cell)
     _shell = shell
     return shell
+
+
+TRANSFORMS_KEPT = 256
+
+
+def _remembered(transform_cell: Any) -> Any:
+    """IPython's transformation of a cell's text (magics, shell escapes, prompts), kept per
+    text: a function of the text alone, worked out once. The sandbox's zygote transforms the
+    lesson's released cells before any worker exists, so no worker tokenises them again."""
+    kept: dict[str, str] = {}
+
+    def transform(raw_cell: str) -> str:
+        found = kept.get(raw_cell)
+        if found is None:
+            found = transform_cell(raw_cell)
+            if len(kept) < TRANSFORMS_KEPT:
+                kept[raw_cell] = found
+        return found
+
+    return transform
 
 
 def _plain_unless_awaiting(should_run_async: Any) -> Any:
@@ -350,9 +371,12 @@ def _plain_unless_awaiting(should_run_async: Any) -> Any:
 
     def decide(raw_cell: str, **kwargs: Any) -> bool:
         transformed = kwargs.get("transformed_cell")
-        if isinstance(transformed, str) and "await" not in transformed:
-            if "async" not in transformed:
-                return False
+        if (
+            isinstance(transformed, str)
+            and "await" not in transformed
+            and "async" not in transformed
+        ):
+            return False
         return bool(should_run_async(raw_cell, **kwargs))
 
     return decide

@@ -33,7 +33,7 @@ from .results import sha256_file
 from .rubric import graded_cells
 from .sandbox import level_of
 from .scoring import better_of, score_cells
-from .shared_cells import shareable_cells
+from .shared_cells import zygote_cells
 from .withholding import WithholdingSubmission
 
 SHARED_WHY = (
@@ -159,7 +159,7 @@ def open_sandbox(grading: Grading) -> WithholdingSubmission:
             sandbox=settings.sandbox_settings(),
             watch=tuple(e.name for e in ASSIGNMENTS[grading.slug].exercises),
             label=grading.submission.key,
-            shared=shareable_cells(grading.slug),
+            shared=zygote_cells(grading.slug),
             withhold=profile,
             # A later worker ends when the first one's hidden tests must: one budget.
             until=primary.deadline if primary is not None else None,

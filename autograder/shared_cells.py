@@ -71,3 +71,30 @@ def shareable_cells(slug: str) -> tuple[dict[str, Any], ...]:
         used = {name: modules[name] for name in sorted(reads.free) if name in modules}
         shareable.append({"source": source, "modules": used})
     return tuple(shareable)
+
+
+TRANSFORM_BYTES = 24_000
+"""Characters of released cells sent only to be transformed: the zygote reads one request
+of at most 64 KiB."""
+
+
+@functools.cache
+def zygote_cells(slug: str) -> tuple[dict[str, Any], ...]:
+    """What the sandbox's zygote is sent for ``slug``: the shareable cells, to compute once,
+    and every other released code cell (``modules`` None: never computed there), whose
+    IPython transformation the zygote then works out once for all workers."""
+    notebook = json.loads(source_notebook(slug).read_text(encoding="utf-8"))
+    shareable = shareable_cells(slug)
+    sources = {cell["source"] for cell in shareable}
+    released = []
+    room = TRANSFORM_BYTES
+    for cell in notebook["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.get("cell_type") != "code" or meta.get("solution"):
+            continue
+        source = _source(cell)
+        if source not in sources and len(source) < room:
+            sources.add(source)
+            room -= len(source)
+            released.append({"source": source, "modules": None})
+    return shareable + tuple(released)

@@ -266,9 +266,16 @@ def answer_share(
     request: dict[str, Any], scratch: str, children: dict[int, int], own_user: bool
 ) -> dict[str, Any]:
     """Compute the released cells the grader sends, once each (see shared_cells)."""
-    cells = request.get("cells")
+    from ..notebook_code import kernel_shell
+
+    cells = request.get("cells") if isinstance(request.get("cells"), list) else []
     mounts = SCRATCH_MOUNTS if os.getpid() == 1 else (scratch,)
-    shareable = share(cells if isinstance(cells, list) else [], mounts)
+    shareable = share(cells, mounts)
+    shell = kernel_shell()
+    for cell in cells:  # every released cell: its IPython transformation, once (see there)
+        if isinstance(cell, dict) and isinstance(cell.get("source"), str):
+            with contextlib.suppress(Exception):
+                shell.transform_cell(cell["source"])
     gc.freeze()  # the shared results join what workers never collect
     return {"shareable": len(shareable)}
 
