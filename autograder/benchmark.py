@@ -177,8 +177,10 @@ def bench_attnkit(
     ]
     if profile is not None:
         flame = profile / "attnkit-grade.svg"
-        command = [py_spy(), "record", "--subprocesses", "--rate", "100", "--format",
-                   "flamegraph", "--output", str(flame), "--", *command]  # fmt: skip
+        # --nonblocking: py-spy reads each process without stopping it; stopped under
+        # ptrace, a worker the sandbox kills (a call past its limit) left py-spy waiting.
+        command = [py_spy(), "record", "--subprocesses", "--nonblocking", "--rate", "100",
+                   "--format", "flamegraph", "--output", str(flame), "--", *command]  # fmt: skip
     wall, peak, pss, code = timed(command)
     records = json.loads((out / "grades.json").read_text())["submissions"]
     slowest = max(
