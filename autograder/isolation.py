@@ -138,9 +138,7 @@ class IsolatedSubmission:
         # The kernels the workers go without (withheld.PROFILES); a hard end (monotonic
         # time) no budget extends; cells that stopped at a withheld kernel (first run).
         self.withhold, self.until, self.withheld_cells = withhold, until, dict[int, str]()
-        self.cells_reached = False
-        """The first run of the cells reached a withheld kernel (caught or not): this
-        worker's state may then differ from Jupyter's, and it answers only for itself."""
+        self.cells_reached = False  # a withheld kernel, caught or not (see can_lend)
         self.shared = shared
         """The lesson's released cells the sandbox may compute once (see shared_cells)."""
         self.offered: frozenset[str] = frozenset()

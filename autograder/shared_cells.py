@@ -74,8 +74,8 @@ def shareable_cells(slug: str) -> tuple[dict[str, Any], ...]:
 
 
 TRANSFORM_BYTES = 24_000
-"""Characters of released cells sent only to be transformed: the zygote reads one request
-of at most 64 KiB."""
+"""Bytes of released cells (as JSON) sent only to be transformed: the zygote reads one
+request of at most 64 KiB."""
 
 
 @functools.cache
@@ -93,8 +93,9 @@ def zygote_cells(slug: str) -> tuple[dict[str, Any], ...]:
         if cell.get("cell_type") != "code" or meta.get("solution"):
             continue
         source = _source(cell)
-        if source not in sources and len(source) < room:
+        size = len(json.dumps(source))  # as the request carries it (escapes included)
+        if source not in sources and size < room:
             sources.add(source)
-            room -= len(source)
+            room -= size
             released.append({"source": source, "modules": None})
     return shareable + tuple(released)

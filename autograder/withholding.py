@@ -17,8 +17,12 @@ notebook's cells in full:
 An exercise that forbids nothing is answered by the ``attention`` worker where the lesson has
 one, else by the lesson's only worker; if it meets a withheld kernel there (a comparison
 inside a helper), a worker that withholds nothing answers it again. The hidden tests run in
-ORDER (see :func:`test_order`), so a lesson costs one run of its cells per family it
-forbids: lesson 2's cells run twice, every other lesson's once.
+ORDER (see :func:`test_order`), strictest first, and the running worker *lends* its answers
+to a laxer worker's exercises (see :meth:`WithholdingSubmission._lender`): while its cells
+reached no withheld kernel, and for each call that reaches none (a lent call that does ends
+the worker before the notebook can catch the error, and is asked again where it belongs). So
+lesson 2's cells run once for a notebook that never calls a library softmax, twice for one
+that does; every other lesson's run once.
 """
 
 from __future__ import annotations

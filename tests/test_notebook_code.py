@@ -168,3 +168,39 @@ def test_the_nesting_of_a_real_notebook_and_of_escaped_quotes() -> None:
     notebook = (ROOT / "assignments" / "02_self_attention" / "02_self_attention.ipynb").read_text()
     assert _nesting_depth(notebook) == _depth_by_every_character(notebook) > 2
     assert _nesting_depth('["\\\\", ["\\"[[["]]') == 2
+
+
+def test_a_one_line_cell_is_transformed_in_the_namespace_it_meets() -> None:
+    """IPython's transformation of a one-line cell reads the namespace (``time`` a variable,
+    or the %time magic): only the static part is kept per text, so the same line is a
+    statement while ``time`` is a variable and the magic once it is gone, as in Jupyter."""
+    from attnkit.notebook_code import Cell, fresh_namespace, kernel_shell, run_cell
+
+    shell = kernel_shell()
+    namespace = fresh_namespace(shell)
+    sources = ["time = 0", "time tag = 'magic'", "del time", "time tag = 'magic'"]
+    outcomes = [run_cell(shell, Cell(i + 1, source)).status for i, source in enumerate(sources)]
+    assert outcomes == ["ok", "error", "ok", "ok"] and namespace["tag"] == "magic"
+
+
+def test_the_zygotes_warm_up_leaves_no_error_or_value_for_a_notebook() -> None:
+    """The warm-up cell runs in a namespace thrown away afterwards: no error for %debug to
+    open, no displayed value in ``Out``."""
+    import subprocess
+    import sys
+
+    def state(warm: bool) -> str:
+        probe = (
+            "import sys\n"
+            "from attnkit import notebook_code\n"
+            "from attnkit.student_process.zygote import warm_shell\n"
+            f"{'warm_shell(notebook_code)' if warm else 'pass'}\n"
+            "shell = notebook_code.kernel_shell()\n"
+            "namespace = notebook_code.fresh_namespace(shell)\n"
+            "print(hasattr(sys, 'last_value'), dict(namespace['Out']), namespace.get('_'),"
+            " namespace.get('__'), len(shell.history_manager.output_hist))\n"
+        )
+        shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+        return shown.stdout.strip().splitlines()[-1]
+
+    assert state(warm=True) == state(warm=False) == "False {} None None 0"

@@ -69,13 +69,15 @@ HONEST = (
     "honest_optim_and_assert_close",
     "honest_quinn_library_softmax_for_batches",
     "honest_zoe_own_softmax_everywhere",
+    "honest_vera_debug_left_in_a_cell",
 )
 """Correct notebooks that call the library where Jupyter would run it: a comparison above
 one's own definition, a scratch cell before a helper, a try-out in the exercise's cell, a
 TorchScript-compiled module, an optimiser and torch.testing (first imported by the
 notebook), an attention layer that takes the library's softmax (allowed there) only for the
 hidden tests' small batches, behind a try whose placeholder would lose points, and one that
-never calls the library's softmax (graded by one worker)."""
+never calls the library's softmax (graded by one worker), and a ``%debug`` line left in an
+exercise's cell (nothing to debug: the sandbox's warm-up leaves no error behind)."""
 
 
 def test_a_worker_lends_its_answers_only_while_they_are_what_jupyter_would_give(

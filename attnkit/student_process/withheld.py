@@ -34,7 +34,7 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-from .recorder import ATTENTION_PATTERNS, SOFTMAX_PATTERNS
+from .recorder import ATTENTION_PATTERNS, SOFTMAX_PATTERNS, canary_running
 
 # The recorder's name families (one home for what a softmax or attention kernel is called).
 SOFTMAX_OPS = "|".join(map(re.escape, SOFTMAX_PATTERNS))
@@ -65,15 +65,13 @@ zygote reports the status, so the grader asks that exercise's own worker instead
 class _Reach:
     """What this worker's withheld kernels saw. Only the grader's own choices rest on it (is
     this worker's state Jupyter's, may it answer for a laxer one), and a notebook that
-    changes it can only have its own exercises asked where they fail."""
+    changes it can only have its own exercises answered where more is withheld."""
 
     count = 0
     """Withheld kernels reached so far (caught or not): the cells' count tells the grader
     whether they ran as they would in Jupyter."""
     lent = False
     """The current call is lent (see :func:`lent`)."""
-    quiet = False
-    """The recorder's canary is running (see :func:`quiet`)."""
 
 
 _exit = os._exit  # bound before any student code runs
@@ -81,8 +79,8 @@ _exit = os._exit  # bound before any student code runs
 
 def _raiser(what: str) -> Any:
     def withheld(*args: Any, **kwargs: Any) -> Any:
-        if _Reach.quiet:
-            raise KernelWithheld(what)  # the canary's: nobody reads where it was
+        if canary_running():
+            raise KernelWithheld(what)  # the recorder's own: nobody reads where it was
         _Reach.count += 1
         if _Reach.lent:
             _exit(LENT_EXIT)  # nothing can catch it: the call is asked elsewhere
@@ -109,17 +107,6 @@ def lent(on: bool = True) -> Iterator[None]:
         yield
     finally:
         _Reach.lent = before
-
-
-@contextlib.contextmanager
-def quiet() -> Iterator[None]:
-    """The recorder's canary: a softmax the kit itself asks for is neither counted nor ends
-    a lent call."""
-    before, _Reach.quiet = _Reach.quiet, True
-    try:
-        yield
-    finally:
-        _Reach.quiet = before
 
 
 def _computes(key: str) -> bool:

@@ -77,27 +77,28 @@ def preload() -> None:
         pass
 
 
-WARM_UP_CELLS = (
-    "def f(x: int) -> int:\n    return x\n\n\nclass A:\n    pass\n",
-    "print(1)\n1",
-    "raise ValueError('warm-up')",
+WARM_UP_CELL = "def f(x: int) -> int:\n    return x\n\n\nclass A:\n    pass\n"
+WARM_UP_MODULES = (
+    "bdb",  # IPython's first cell: its debugger and logger
+    "IPython.core.logger",
+    "pygments.formatters.terminal256",  # a cell's first error: the traceback's highlighter
+    "pygments.styles",
+    "torch._subclasses.schema_check_mode",  # PyTorch, on a demo's first mode switch
 )
-"""Cells the zygote runs once in a throwaway namespace: what IPython loads on a worker's first
-cell, first displayed value and first error (its logger and debugger, the traceback's
-highlighter) is then loaded once, not again by every worker."""
+"""What every worker would otherwise load on its first cell, first error or first demo."""
 
 
 def warm_shell(notebook_code: Any) -> None:
-    import io
+    """Load WARM_UP_MODULES and run one cell in a namespace thrown away afterwards: nothing
+    of it is left for a worker (no error, no displayed value, no debugger state)."""
+    import importlib
 
-    import torch._subclasses.schema_check_mode  # noqa: F401 (PyTorch loads it on a first demo)
-
+    for name in WARM_UP_MODULES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
     shell = notebook_code.kernel_shell()
     notebook_code.fresh_namespace(shell)
-    quiet = io.StringIO()
-    with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
-        for source in WARM_UP_CELLS:
-            notebook_code.run_cell(shell, notebook_code.Cell(0, source))
+    notebook_code.run_cell(shell, notebook_code.Cell(0, WARM_UP_CELL))
 
 
 def receive_spawn(control: socket.socket) -> tuple[dict[str, Any], list[int]]:
