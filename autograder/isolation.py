@@ -475,7 +475,7 @@ class IsolatedSubmission:
             error = reply["error"]
             if lent and isinstance(error, dict) and error.get("type") == WITHHELD_TYPE:
                 raise LentCallReached(target)
-            raise raised_in_submission(reply["error"])
+            raise raised_in_submission(error)
         try:
             return validate_result(adapter, reply.get("ok"))
         except MalformedResult as exc:

@@ -272,11 +272,13 @@ def answer_share(
     cells = request.get("cells") if isinstance(request.get("cells"), list) else []
     mounts = SCRATCH_MOUNTS if os.getpid() == 1 else (scratch,)
     shareable = share(cells, mounts)
-    shell = kernel_shell()
-    for cell in cells:  # every released cell: its IPython transformation, once (see there)
+    # Every released cell's static IPython transformation, once: exactly what the shell
+    # keeps per text (see attnkit.ipython_shell), not the namespace-dependent step after it.
+    transform = kernel_shell().input_transformer_manager.transform_cell
+    for cell in cells:
         if isinstance(cell, dict) and isinstance(cell.get("source"), str):
             with contextlib.suppress(Exception):
-                shell.transform_cell(cell["source"])
+                transform(cell["source"])
     gc.freeze()  # the shared results join what workers never collect
     return {"shareable": len(shareable)}
 
