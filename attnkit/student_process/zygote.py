@@ -62,6 +62,7 @@ def preload() -> None:
     for profile in withheld.PROFILES:  # each worker then only registers (withheld.withhold)
         withheld.plan(profile)
         withheld.python_plan(profile)
+        withheld.pin_replaced(profile)
     withheld.engine_plan()
     # The recorder's first use imports PyTorch's mode machinery (seconds): pay it once here,
     # with a softmax and an attention so every lazily loaded kernel path is warm.
@@ -75,6 +76,40 @@ def preload() -> None:
         gpt2_tokenizer()
     except Exception:  # the lessons' own cells report a missing tokenizer
         pass
+
+
+MADV_HUGEPAGE, MADV_COLLAPSE = 14, 25
+HUGE_PAGE = 2 << 20
+
+
+def into_huge_pages(maps: str = "/proc/self/maps") -> int:
+    """Back the zygote's private memory (its heap and anonymous mappings: PyTorch's tables,
+    Python's objects, the shared cells' values) with 2 MiB pages where the kernel can; the
+    bytes so backed.
+
+    Why: each fork copies, and each worker's exit tears down, one page-table entry per
+    4 KiB page of the zygote's 250 MiB or so, about 10 ms a worker; a huge page is one
+    entry. A worker's first write to a shared huge page still copies 4 KiB only: the kernel
+    splits the page in that worker. Best effort: a kernel without MADV_COLLAPSE (before
+    6.1) or with transparent huge pages turned off leaves the memory as it was."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    backed = 0
+    with open(maps) as listing:
+        regions = [line.split() for line in listing]
+    for fields in regions:
+        if fields[1] != "rw-p" or (len(fields) > 5 and fields[5] != "[heap]"):
+            continue  # only private, writable, anonymous memory (files' pages are shared)
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        start = -(-start // HUGE_PAGE) * HUGE_PAGE
+        end = end // HUGE_PAGE * HUGE_PAGE
+        if end - start >= HUGE_PAGE:
+            libc.madvise(start, end - start, MADV_HUGEPAGE)
+            if libc.madvise(start, end - start, MADV_COLLAPSE) == 0:
+                backed += end - start
+    return backed
 
 
 WARM_UP_CELL = "def f(x: int) -> int:\n    return x\n\n\nclass A:\n    pass\n"
@@ -280,6 +315,7 @@ def answer_share(
             with contextlib.suppress(Exception):
                 transform(cell["source"])
     gc.freeze()  # the shared results join what workers never collect
+    into_huge_pages()
     return {"shareable": len(shareable)}
 
 
@@ -354,6 +390,7 @@ def zygote(scratch: str = "/tmp", control_fd: int = 3, own_user: bool = False) -
     # first collections write to every object's header, copying the zygote's pages.
     gc.collect()
     gc.freeze()
+    into_huge_pages()
     set_not_dumpable()
     # What the imports above left in /tmp (IPython's and matplotlib's folders) goes, so the
     # first worker starts from the same state as every worker after a reset.
