@@ -493,3 +493,56 @@ def test_sandbox_user_workers_see_only_the_public_packages_and_signal_no_one() -
         "    return 0"
     )
     assert graded(probe, sandbox=sandbox.SandboxSettings(user=user)) == 0
+
+
+HUGE_PAGES = """
+import ctypes, json, mmap
+from attnkit.student_process.zygote import HUGE_PAGE, into_huge_pages
+
+region = mmap.mmap(-1, 8 * HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+region.write(b"x" * len(region))
+start = ctypes.addressof(ctypes.c_char.from_buffer(region))
+span = f"{start:x}-{start + len(region):x}"
+listings = {
+    "anonymous": f"{span} rw-p 00000000 00:00 0\\n",
+    "a file's": f"{span} rw-p 00000000 08:01 42 /usr/lib/some.so\\n",
+    "read-only": f"{span} r--p 00000000 00:00 0\\n",
+    "shared": f"{span} rw-s 00000000 00:05 7 /dev/zero (deleted)\\n",
+}
+backed = {}
+for name, listing in listings.items():
+    with open("maps", "w") as handle:
+        handle.write(listing)
+    backed[name] = into_huge_pages("maps")
+huge = 0
+with open("/proc/self/smaps") as handle:
+    lines = handle.read().splitlines()
+for index, line in enumerate(lines):
+    if line.startswith(f"{start:x}-"):  # the region's own entry, then its details
+        details = [d for d in lines[index + 1 : index + 30] if d.startswith("AnonHugePages:")]
+        huge = int(details[0].split()[1]) * 1024 if details else 0
+        break
+print(json.dumps({"backed": backed, "huge": huge, "size": len(region)}))
+"""
+
+
+def test_the_zygote_backs_only_private_anonymous_memory_with_huge_pages(tmp_path: Path) -> None:
+    """into_huge_pages asks the kernel for 2 MiB pages for private, writable, anonymous
+    memory only (a file's pages are shared, not the zygote's to move), and says how much it
+    got; where the kernel cannot (no MADV_COLLAPSE), it moves nothing and says 0."""
+    done = subprocess.run(
+        [sys.executable, "-c", HUGE_PAGES],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["backed"]["a file's"] == seen["backed"]["read-only"] == 0
+    assert seen["backed"]["shared"] == 0
+    if seen["backed"]["anonymous"] == 0:
+        pytest.skip("this kernel backs no memory with huge pages on request (MADV_COLLAPSE)")
+    # The whole 2 MiB-aligned part of the region, and the kernel's own account agrees.
+    assert seen["size"] - 2 * 1024**2 <= seen["backed"]["anonymous"] <= seen["size"]
+    assert seen["huge"] >= seen["backed"]["anonymous"] - 2 * 1024**2

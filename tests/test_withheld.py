@@ -218,3 +218,51 @@ def test_the_guard_refuses_foreign_calls_digging_and_new_library_code_but_not_ho
     assert refused == {}
     assert seen["torch.onnx's attention"] == "withheld"
     assert {n: seen[n] for n in GUARD_HONEST if seen[n] != "ran"} == {}
+
+
+PINNED = """
+import gc, json, sys, warnings
+warnings.simplefilter("ignore")
+import torch
+from attnkit.student_process import withheld
+plan = withheld.python_plan("softmax")
+codes = [function.__code__ for function, _ in plan]
+before = [sys.getrefcount(code) for code in codes]
+withheld.pin_replaced("softmax")
+pinned = [sys.getrefcount(code) for code in codes]
+withheld.withhold("softmax")
+swapped = sum(function.__code__ is not code for (function, _), code in zip(plan, codes))
+after = [sys.getrefcount(code) for code in codes]
+try:
+    torch.softmax(torch.ones(3), 0)
+    softmax = "ran"
+except withheld.KernelWithheld:
+    softmax = "withheld"
+print(json.dumps({
+    "planned": len(codes), "swapped": swapped, "softmax": softmax,
+    "pinned once per function": [
+        p - b - sum(c is code for c in codes) for p, b, code in zip(pinned, before, codes)
+    ],
+    "kept after the swap": [a - b for a, b in zip(after, before)],
+    "tracked": sum(gc.is_tracked(code) for code in codes),
+}))
+"""
+
+
+def test_the_zygote_pins_the_code_a_worker_swaps_out_and_withholding_still_holds() -> None:
+    """pin_replaced (run once in the zygote) keeps each swapped-out code object alive with
+    one count no object holds, so a worker's swap frees nothing; the swap itself, and the
+    withheld kernels, are as without it."""
+    done = subprocess.run(
+        [sys.executable, "-c", PINNED], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    import json
+
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["planned"] > 20 and seen["swapped"] == seen["planned"]
+    assert seen["softmax"] == "withheld"
+    assert set(seen["pinned once per function"]) == {0}
+    # The function's reference went with the swap; the pin's stayed: nothing was freed.
+    assert set(seen["kept after the swap"]) == {0}
+    assert seen["tracked"] == 0  # out of the collector's reach

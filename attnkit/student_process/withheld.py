@@ -287,21 +287,21 @@ def withhold_python(profile: str) -> int:
 
 
 def pin_replaced(profile: str) -> None:
-    """In the zygote, once: raise by one the count of references of each object that a
-    worker's withholding replaces (a Python function's code, a graph engine's member), with
-    no Python object referring to it, as for the kernels' handles above.
+    """In the zygote, once: raise by one the count of references of each code object a
+    worker's withholding swaps out, with no Python object referring to it, as for the
+    kernels' handles above.
 
-    Why: in a worker, replacing the last reference frees the object, writing to every page
-    it and what it holds sit on, each a page the worker must first copy from the zygote:
-    about 1,100 pages and 3 ms a worker. Pinned, nothing is freed and nothing more can reach
-    it: nothing refers to it, and the collector no longer lists what the zygote froze."""
-    pin = ctypes.pythonapi.Py_IncRef
+    Why: in a worker, the swap dropped the last reference and freed the code, writing to
+    every page it and what it holds sit on, each a page the worker first had to copy from
+    the zygote: about 1,000 pages and 3 ms a worker. Pinned, nothing is freed, and nothing
+    can reach it: no object refers to it, and the collector does not track code objects.
+    (The graph engines' members are not pinned: the collector tracks them, and a pinned
+    one would outlive its replacement where ``gc.get_objects`` could find it.)"""
+    import gc
+
     for function, _ in python_plan(profile):
-        pin(ctypes.py_object(function.__code__))
-    for owner, key, _ in engine_plan():
-        replaced = vars(owner).get(key)
-        if replaced is not None:
-            pin(ctypes.py_object(replaced))
+        if not gc.is_tracked(function.__code__):
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(function.__code__))
 
 
 @functools.cache
