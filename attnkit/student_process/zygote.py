@@ -88,7 +88,7 @@ def into_huge_pages(maps: str = "/proc/self/maps") -> int:
     bytes so backed.
 
     Why: each fork copies, and each worker's exit tears down, one page-table entry per
-    4 KiB page of the zygote's 250 MiB or so, about 10 ms a worker; a huge page is one
+    4 KiB page of the zygote's 250 MiB or so, up to 10 ms a worker; a huge page is one
     entry. A worker's first write to a shared huge page still copies 4 KiB only: the kernel
     splits the page in that worker. Best effort: a kernel without MADV_COLLAPSE (before
     6.1) or with transparent huge pages turned off leaves the memory as it was."""
@@ -97,12 +97,18 @@ def into_huge_pages(maps: str = "/proc/self/maps") -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     backed = 0
-    with open(maps) as listing:
-        regions = [line.split() for line in listing]
+    try:
+        with open(maps) as listing:
+            regions = [line.split() for line in listing]
+    except OSError:  # no /proc: the memory stays as it is
+        return 0
     for fields in regions:
-        if fields[1] != "rw-p" or (len(fields) > 5 and fields[5] != "[heap]"):
+        if len(fields) < 5 or fields[1] != "rw-p" or fields[5:] not in ([], ["[heap]"]):
             continue  # only private, writable, anonymous memory (files' pages are shared)
-        start, end = (int(x, 16) for x in fields[0].split("-"))
+        try:
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+        except ValueError:
+            continue
         start = -(-start // HUGE_PAGE) * HUGE_PAGE
         end = end // HUGE_PAGE * HUGE_PAGE
         if end - start >= HUGE_PAGE:
