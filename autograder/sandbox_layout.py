@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from attnkit.errors import KitError
 from attnkit.student_process.worker import SCRATCH_MOUNTS
+from attnkit.student_process.zygote import THP_SETTINGS
 
 from .bwrap import find_bubblewrap
 
@@ -195,6 +196,8 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
     args = [_bubblewrap(), *NAMESPACES, *_system_binds(interpreter, search)]
     args += _kit_binds(read_only)
     args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
+    # The administrator's huge-page setting, which the zygote honours (see into_huge_pages).
+    args += ["--ro-bind-try", THP_SETTINGS, THP_SETTINGS]
     args += ["--proc", "/proc", "--dev", "/dev"]
     tmp, shm = SCRATCH_MOUNTS
     args += ["--size", str(settings.tmp_bytes), "--tmpfs", tmp]

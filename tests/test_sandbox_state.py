@@ -496,7 +496,7 @@ def test_sandbox_user_workers_see_only_the_public_packages_and_signal_no_one() -
 
 
 HUGE_PAGES = """
-import ctypes, json, mmap
+import ctypes, json, mmap, os
 from attnkit.student_process.zygote import HUGE_PAGE, into_huge_pages
 
 region = mmap.mmap(-1, 8 * HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
@@ -514,6 +514,10 @@ for name, listing in listings.items():
     with open("maps", "w") as handle:
         handle.write(listing)
     backed[name] = into_huge_pages("maps")
+os.makedirs("never")
+with open("never/enabled", "w") as handle:
+    handle.write("always madvise [never]\\n")
+backed["turned off"] = into_huge_pages("maps", settings="never")  # the anonymous listing
 huge = 0
 with open("/proc/self/smaps") as handle:
     lines = handle.read().splitlines()
@@ -529,7 +533,8 @@ print(json.dumps({"backed": backed, "huge": huge, "size": len(region)}))
 def test_the_zygote_backs_only_private_anonymous_memory_with_huge_pages(tmp_path: Path) -> None:
     """into_huge_pages asks the kernel for 2 MiB pages for private, writable, anonymous
     memory only (a file's pages are shared, not the zygote's to move), and says how much it
-    got; where the kernel cannot (no MADV_COLLAPSE), it moves nothing and says 0."""
+    got; where the kernel cannot (no MADV_COLLAPSE) or the administrator turned huge pages
+    off, it moves nothing and says 0."""
     done = subprocess.run(
         [sys.executable, "-c", HUGE_PAGES],
         capture_output=True,
@@ -541,6 +546,7 @@ def test_the_zygote_backs_only_private_anonymous_memory_with_huge_pages(tmp_path
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["backed"]["a file's"] == seen["backed"]["read-only"] == 0
     assert seen["backed"]["shared"] == 0
+    assert seen["backed"]["turned off"] == 0  # the administrator's "never" is honoured
     if seen["backed"]["anonymous"] == 0:
         pytest.skip("this kernel backs no memory with huge pages on request (MADV_COLLAPSE)")
     # The whole 2 MiB-aligned part of the region, and the kernel's own account agrees.

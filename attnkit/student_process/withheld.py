@@ -8,7 +8,7 @@ forbidden family, in every namespace and under every dispatch key that computes 
 by a kernel that raises :class:`KernelWithheld`. An exercise graded in such a worker either
 computes its answer from other kernels, which is what the lesson asks for, or fails.
 
-Why nothing in the process can undo it:
+Why no Python code in the process can undo it:
 
 * a registration lasts as long as the handle PyTorch returned for it; the handle's count of
   references is raised once and the handle dropped, so no Python object refers to it and the
@@ -17,6 +17,11 @@ Why nothing in the process can undo it:
 * a kernel registered later for the same key shadows the withheld one, but it is the
   notebook's own code (from scratch, then); none can call the kernel it shadows;
 * guards, ``redispatch`` and switched-off modes only choose among registered kernels.
+
+The limit: code that reads and writes the process's raw memory (numpy builds an array over
+any address it is given, and no audit event says so) can find the handles and reset them,
+as it could rewrite any other state of the process. Withholding then falls back to the
+recorder's evidence, which such code can also silence; see docs/security.md.
 
 Which family is withheld is the grader's choice, per exercise (see :data:`PROFILES`): an
 exercise that may use a library softmax (lesson 2's attention classes) runs where only the
@@ -293,10 +298,12 @@ def pin_replaced(profile: str) -> None:
 
     Why: in a worker, the swap dropped the last reference and freed the code, writing to
     every page it and what it holds sit on, each a page the worker first had to copy from
-    the zygote: about 1,000 pages and 3 ms a worker. Pinned, nothing is freed, and nothing
-    can reach it: no object refers to it, and the collector does not track code objects.
-    (The graph engines' members are not pinned: the collector tracks them, and a pinned
-    one would outlive its replacement where ``gc.get_objects`` could find it.)"""
+    the zygote: about 1,000 pages and 3 ms a worker. Pinned, nothing is freed, and no
+    Python route reaches it: no object refers to it, and the collector does not track code
+    objects. (The graph engines' members are not pinned: the collector tracks them.) Code
+    that rebuilds PyTorch's Python functions anyway, from their source files, their cached
+    bytecode or raw memory, gets functions that compute from elementary kernels: the
+    withheld kernels stay withheld, and the kernel note names what they reached."""
     import gc
 
     for function, _ in python_plan(profile):

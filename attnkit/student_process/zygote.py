@@ -80,9 +80,21 @@ def preload() -> None:
 
 MADV_HUGEPAGE, MADV_COLLAPSE = 14, 25
 HUGE_PAGE = 2 << 20
+THP_SETTINGS = "/sys/kernel/mm/transparent_hugepage"
+"""The administrator's huge-page settings (the sandbox shows them, read-only)."""
 
 
-def into_huge_pages(maps: str = "/proc/self/maps") -> int:
+def huge_pages_allowed(settings: str = THP_SETTINGS) -> bool:
+    """False where the administrator turned transparent huge pages off ("never"), which
+    MADV_COLLAPSE would not otherwise honour."""
+    try:
+        with open(os.path.join(settings, "enabled")) as setting:
+            return "[never]" not in setting.read()
+    except OSError:  # not shown: the kernel refuses the request itself if it has none
+        return True
+
+
+def into_huge_pages(maps: str = "/proc/self/maps", settings: str = THP_SETTINGS) -> int:
     """Back the zygote's private memory (its heap and anonymous mappings: PyTorch's tables,
     Python's objects, the shared cells' values) with 2 MiB pages where the kernel can; the
     bytes so backed.
@@ -91,9 +103,12 @@ def into_huge_pages(maps: str = "/proc/self/maps") -> int:
     4 KiB page of the zygote's 250 MiB or so, up to 10 ms a worker; a huge page is one
     entry. A worker's first write to a shared huge page still copies 4 KiB only: the kernel
     splits the page in that worker. Best effort: a kernel without MADV_COLLAPSE (before
-    6.1) or with transparent huge pages turned off leaves the memory as it was."""
+    6.1), or an administrator who turned transparent huge pages off, leaves the memory as
+    it was."""
     import ctypes
 
+    if not huge_pages_allowed(settings):
+        return 0
     libc = ctypes.CDLL(None, use_errno=True)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     backed = 0
