@@ -14,8 +14,8 @@ import sysconfig
 from dataclasses import dataclass, field
 
 from attnkit.errors import KitError
+from attnkit.student_process.startup import THP_SETTINGS
 from attnkit.student_process.worker import SCRATCH_MOUNTS
-from attnkit.student_process.zygote import THP_SETTINGS
 
 from .bwrap import find_bubblewrap
 

@@ -193,7 +193,7 @@ def test_the_zygotes_warm_up_leaves_no_error_or_value_for_a_notebook() -> None:
         probe = (
             "import sys\n"
             "from attnkit import notebook_code\n"
-            "from attnkit.student_process.zygote import warm_shell\n"
+            "from attnkit.student_process.startup import warm_shell\n"
             f"{'warm_shell(notebook_code)' if warm else 'pass'}\n"
             "shell = notebook_code.kernel_shell()\n"
             "namespace = notebook_code.fresh_namespace(shell)\n"
@@ -204,3 +204,36 @@ def test_the_zygotes_warm_up_leaves_no_error_or_value_for_a_notebook() -> None:
         return shown.stdout.strip().splitlines()[-1]
 
     assert state(warm=True) == state(warm=False) == "False {} None None 0"
+
+
+def test_the_zygotes_start_up_leaves_every_random_state_as_a_fresh_kernels() -> None:
+    """preload runs an attention layer under the recorder (its dropout, its weights drawn):
+    afterwards Python's, numpy's and PyTorch's random states are those of a fresh kernel, so
+    a notebook's unseeded draws are what they would be in Jupyter. The warm-up did run: the
+    recorder's verdict cache holds the operations it reached."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import random, numpy, torch, json\n"
+        "def states():\n"
+        "    return [random.getstate()[1][:5], numpy.random.get_state()[1][:5].tolist(),\n"
+        "            torch.random.get_rng_state()[:32].tolist()]\n"
+        "before = states()\n"
+        "from attnkit.student_process import recorder, startup\n"
+        "startup.preload()\n"
+        "warmed = sum(len(w.verdicts) for w in [recorder._watched(\n"
+        "    ('scipy.special.softmax', 'torch.Tensor.softmax', 'torch.nn.functional.softmax',\n"
+        "     'torch.softmax'), True)])\n"
+        "print(json.dumps([before == states(), warmed]))\n"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "MPLBACKEND": "Agg"},
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    same, warmed = __import__("json").loads(shown.stdout.strip().splitlines()[-1])
+    assert same is True
+    assert warmed > 20  # the attention's operations, each judged once, before any fork

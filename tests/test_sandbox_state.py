@@ -497,7 +497,7 @@ def test_sandbox_user_workers_see_only_the_public_packages_and_signal_no_one() -
 
 HUGE_PAGES = """
 import ctypes, json, mmap, os
-from attnkit.student_process.zygote import HUGE_PAGE, into_huge_pages
+from attnkit.student_process.startup import HUGE_PAGE, into_huge_pages
 
 region = mmap.mmap(-1, 8 * HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
 region.write(b"x" * len(region))

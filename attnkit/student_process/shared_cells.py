@@ -105,7 +105,7 @@ def _generators() -> dict[str, Any]:
     return found
 
 
-def _random_state() -> dict[str, Any]:
+def random_state() -> dict[str, Any]:
     states: dict[str, Any] = {}
     for name, generator in _generators().items():
         if name == "random":
@@ -117,7 +117,7 @@ def _random_state() -> dict[str, Any]:
     return states
 
 
-def _set_random_state(states: dict[str, Any]) -> None:
+def set_random_state(states: dict[str, Any]) -> None:
     generators = _generators()
     for name, state in states.items():
         if name == "random":
@@ -231,22 +231,22 @@ def _run_twice(
     """The cell run from two different random states, if both gave the same values,
     changed no global default and wrote no file. This process's random state is left as
     it was."""
-    saved, defaults, files = _random_state(), global_defaults(), _files(scratch)
+    saved, defaults, files = random_state(), global_defaults(), _files(scratch)
     runs = []
     try:
         for seed in (1, 2):
             _seed_all(seed)
-            before = _random_state()
+            before = random_state()
             run = {**namespace, "__builtins__": builtins, "__name__": "__main__"}
             with contextlib.redirect_stdout(io.StringIO()), _deadline(timeout):
                 exec(code, run)
             bound = {k: v for k, v in run.items() if k not in namespace and not k.startswith("__")}
-            runs.append((before, _random_state(), bound))
+            runs.append((before, random_state(), bound))
         same_values = value_bytes(runs[0][2]) == value_bytes(runs[1][2])
     except BaseException:  # anything the cell raises, or values that do not pickle
         return None
     finally:
-        _set_random_state(saved)
+        set_random_state(saved)
     if not same_values or global_defaults() != defaults or _files(scratch) != files:
         return None
     return runs[0], runs[1]
@@ -314,7 +314,7 @@ def hand_over(shared: SharedCell, namespace: dict[str, Any]) -> bool:
     if global_defaults() != shared.defaults:
         return False
     namespace.update(shared.bindings)
-    _set_random_state(shared.seeded)
+    set_random_state(shared.seeded)
     return True
 
 

@@ -1,0 +1,192 @@
+"""The zygote's start-up: what it does once, before any worker exists, so that no worker
+pays for it (see :mod:`.zygote`).
+
+* :func:`preload` imports what every submission needs, works out the withheld kernels'
+  plans, and runs each first use that would otherwise cost every worker again: IPython's
+  first cell, the recorder's first calls of each operation attention code uses;
+* :func:`into_huge_pages` backs the zygote's private memory with 2 MiB pages, so that a
+  worker's fork and exit handle one page-table entry where they handled 512.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+
+def preload() -> None:
+    """Import what every submission needs once, before any fork."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+    import numpy  # noqa: F401
+    import pyseccomp  # noqa: F401
+    import torch
+
+    torch.set_num_threads(1)
+    from .. import adapters, notebook, notebook_code  # noqa: F401
+    from . import recorder, withheld
+
+    warm_shell(notebook_code)
+    for profile in withheld.PROFILES:  # each worker then only registers (withheld.withhold)
+        withheld.plan(profile)
+        withheld.python_plan(profile)
+        withheld.pin_replaced(profile)
+    withheld.engine_plan()
+    warm_recorder(recorder, adapters)
+    try:
+        from attnkit_data import gpt2_tokenizer
+
+        gpt2_tokenizer()
+    except Exception:  # the lessons' own cells report a missing tokenizer
+        pass
+
+
+MADV_HUGEPAGE, MADV_COLLAPSE = 14, 25
+HUGE_PAGE = 2 << 20
+THP_SETTINGS = "/sys/kernel/mm/transparent_hugepage"
+"""The administrator's huge-page settings (the sandbox shows them, read-only)."""
+
+
+def huge_pages_allowed(settings: str = THP_SETTINGS) -> bool:
+    """False where the administrator turned transparent huge pages off ("never"), which
+    MADV_COLLAPSE would not otherwise honour."""
+    try:
+        with open(os.path.join(settings, "enabled")) as setting:
+            return "[never]" not in setting.read()
+    except OSError:  # not shown: the kernel refuses the request itself if it has none
+        return True
+
+
+def into_huge_pages(maps: str = "/proc/self/maps", settings: str = THP_SETTINGS) -> int:
+    """Back the zygote's private memory (its heap and anonymous mappings: PyTorch's tables,
+    Python's objects, the shared cells' values) with 2 MiB pages where the kernel can; the
+    bytes so backed.
+
+    Why: each fork copies, and each worker's exit tears down, one page-table entry per
+    4 KiB page of the zygote's 250 MiB or so, up to 10 ms a worker; a huge page is one
+    entry. A worker's first write to a shared huge page still copies 4 KiB only: the kernel
+    splits the page in that worker. Best effort: a kernel without MADV_COLLAPSE (before
+    6.1), or an administrator who turned transparent huge pages off, leaves the memory as
+    it was."""
+    import ctypes
+
+    if not huge_pages_allowed(settings):
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    backed = 0
+    try:
+        with open(maps) as listing:
+            regions = [line.split() for line in listing]
+    except OSError:  # no /proc: the memory stays as it is
+        return 0
+    for fields in regions:
+        if len(fields) < 5 or fields[1] != "rw-p" or fields[5:] not in ([], ["[heap]"]):
+            continue  # only private, writable, anonymous memory (files' pages are shared)
+        try:
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+        except ValueError:
+            continue
+        start = -(-start // HUGE_PAGE) * HUGE_PAGE
+        end = end // HUGE_PAGE * HUGE_PAGE
+        if end - start >= HUGE_PAGE:
+            libc.madvise(start, end - start, MADV_HUGEPAGE)
+            if libc.madvise(start, end - start, MADV_COLLAPSE) == 0:
+                backed += end - start
+    return backed
+
+
+WARM_UP_CELL = "def f(x: int) -> int:\n    return x\n\n\nclass A:\n    pass\n"
+WARM_UP_MODULES = (
+    "bdb",  # IPython's first cell: its debugger and logger
+    "IPython.core.logger",
+    "pygments.formatters.terminal256",  # a cell's first error: the traceback's highlighter
+    "pygments.styles",
+    "torch._subclasses.schema_check_mode",  # PyTorch, on a demo's first mode switch
+)
+"""What every worker would otherwise load on its first cell, first error or first demo."""
+
+
+def warm_shell(notebook_code: Any) -> None:
+    """Load WARM_UP_MODULES and run one cell in a namespace thrown away afterwards: nothing
+    of it is left for a worker (no error, no displayed value, no debugger state)."""
+    import importlib
+
+    for name in WARM_UP_MODULES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    shell = notebook_code.kernel_shell()
+    notebook_code.fresh_namespace(shell)
+    notebook_code.run_cell(shell, notebook_code.Cell(0, WARM_UP_CELL))
+
+
+def warm_recorder(recorder: Any, adapters: Any) -> None:
+    """Call a small attention layer and a softmax through the adapters, forward and
+    backward, under a recorder for each set of calls the lessons forbid (and for all of
+    them). The recorder's first use imports PyTorch's mode machinery (seconds), and its
+    first call of each operation builds PyTorch's tables for it (the operation's Python
+    object, its dispatch cache, the recorder's verdict on it): about 4 ms a worker, paid
+    here once. The random state is put back as it was, so each worker's is a fresh
+    kernel's."""
+    import numpy as np
+
+    from ..assignments import ASSIGNMENTS
+    from .shared_cells import random_state, set_random_state
+
+    forbidden = {tuple(sorted(e.forbidden)) for a in ASSIGNMENTS.values() for e in a.exercises}
+    namespace = {"Attention": _attention_class(), "softmax": _softmax}
+    x = np.linspace(-1, 1, 2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    saved = random_state()
+    try:
+        for names in sorted(forbidden | {tuple(sorted(recorder.FAMILIES))}):
+            with recorder.Recorder(names) as watching:
+                watching.canary()
+                adapters.call_function(namespace, "softmax", [x], framework="torch")
+                adapters.run_module(namespace, "Attention", [4], [x], train=True,
+                                    grad_output=np.ones_like(x))  # fmt: skip
+                watching.canary()
+                watching.kernel_names()
+    except Exception:  # a warm-up only: each worker then pays for its own first calls
+        pass
+    finally:
+        set_random_state(saved)
+
+
+def _softmax(x: Any) -> Any:
+    import torch
+
+    shift = x.amax(dim=-1, keepdim=True).detach()
+    shift = torch.where(torch.isfinite(shift), shift, torch.zeros_like(shift))
+    exp = torch.exp(x - shift)
+    return exp / exp.sum(dim=-1, keepdim=True)
+
+
+def _attention_class() -> Any:
+    """A causal attention layer of the lessons' kind, written with the operations honest
+    answers use (and the library's own softmax and attention, which a worker may lack)."""
+    import torch
+    from torch import nn
+
+    class Attention(nn.Module):
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.W_query = nn.Parameter(torch.rand(d, d))
+            self.key = nn.Linear(d, d, bias=False)
+            self.value = nn.Linear(d, d, bias=True)
+            self.dropout = nn.Dropout(0.1)
+            self.register_buffer("mask", torch.triu(torch.ones(8, 8), diagonal=1))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            queries, keys, values = x @ self.W_query, self.key(x), self.value(x)
+            scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
+            n = x.shape[-2]
+            scores = scores.masked_fill(self.mask.bool()[:n, :n], float("-inf"))
+            weights = self.dropout(_softmax(scores))
+            context = (weights @ values).view(*x.shape).contiguous()
+            fused = nn.functional.scaled_dot_product_attention(queries, keys, values)
+            return torch.cat([context, torch.softmax(scores, -1) @ values - fused])[: len(x)]
+
+    return Attention
