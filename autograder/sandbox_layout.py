@@ -14,7 +14,7 @@ import sysconfig
 from dataclasses import dataclass, field
 
 from attnkit.errors import KitError
-from attnkit.student_process.startup import THP_SETTINGS
+from attnkit.student_process.startup import THP_SETTINGS, huge_page_size, thp_files
 from attnkit.student_process.worker import SCRATCH_MOUNTS
 
 from .bwrap import find_bubblewrap
@@ -196,8 +196,10 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
     args = [_bubblewrap(), *NAMESPACES, *_system_binds(interpreter, search)]
     args += _kit_binds(read_only)
     args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
-    # The administrator's huge-page setting, which the zygote honours (see into_huge_pages).
-    args += ["--ro-bind-try", THP_SETTINGS, THP_SETTINGS]
+    # The administrator's huge-page settings, which the zygote honours (see into_huge_pages).
+    for name in thp_files(huge_page_size()):
+        setting = os.path.join(THP_SETTINGS, name)
+        args += ["--ro-bind-try", setting, setting]
     args += ["--proc", "/proc", "--dev", "/dev"]
     tmp, shm = SCRATCH_MOUNTS
     args += ["--size", str(settings.tmp_bytes), "--tmpfs", tmp]

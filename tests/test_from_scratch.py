@@ -117,3 +117,23 @@ def test_a_librarys_private_api_is_noted_and_a_classs_own_privates_are_not() -> 
         "inspect.getclosurevars (another function's variables)"
     ]
     assert tampering([(1, OWN_PRIVATES)]) == []
+
+
+def test_a_recorder_that_cannot_start_leaves_no_hook_behind(monkeypatch) -> None:
+    """If PyTorch refuses the recorder's second hook (the dispatch level), the first (the
+    function level) is taken off again: no hook outlives a recorder, in a worker or in the
+    zygote's warm-up, from which every worker is forked."""
+    import pytest
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from attnkit.student_process.recorder import Recorder
+
+    def refuse(self):  # type: ignore[no-untyped-def]
+        raise RuntimeError("refused")
+
+    monkeypatch.setattr(TorchDispatchMode, "__enter__", refuse)
+    with pytest.raises(RuntimeError, match="refused"), Recorder(["torch.softmax"]):
+        pass
+    assert torch._C._len_torch_function_stack() == 0
+    assert torch._C._len_torch_dispatch_stack() == 0

@@ -209,8 +209,9 @@ def test_the_zygotes_warm_up_leaves_no_error_or_value_for_a_notebook() -> None:
 def test_the_zygotes_start_up_leaves_every_random_state_as_a_fresh_kernels() -> None:
     """preload runs an attention layer under the recorder (its dropout, its weights drawn):
     afterwards Python's, numpy's and PyTorch's random states are those of a fresh kernel, so
-    a notebook's unseeded draws are what they would be in Jupyter. The warm-up did run: the
-    recorder's verdict cache holds the operations it reached."""
+    a notebook's unseeded draws are what they would be in Jupyter, and PyTorch's hook stacks
+    are empty. The warm-up did run, for every set of forbidden calls: the recorder's
+    verdict caches hold the operations it reached."""
     import subprocess
     import sys
 
@@ -222,10 +223,11 @@ def test_the_zygotes_start_up_leaves_every_random_state_as_a_fresh_kernels() -> 
         "before = states()\n"
         "from attnkit.student_process import recorder, startup\n"
         "startup.preload()\n"
-        "warmed = sum(len(w.verdicts) for w in [recorder._watched(\n"
-        "    ('scipy.special.softmax', 'torch.Tensor.softmax', 'torch.nn.functional.softmax',\n"
-        "     'torch.softmax'), True)])\n"
-        "print(json.dumps([before == states(), warmed]))\n"
+        "from attnkit.assignments import ASSIGNMENTS\n"
+        "sets = {tuple(sorted(e.forbidden)) for a in ASSIGNMENTS.values() for e in a.exercises}\n"
+        "warmed = [len(recorder._watched(s).verdicts) for s in sorted(sets) if s]\n"
+        "stacks = [torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()]\n"
+        "print(json.dumps([before == states(), warmed, stacks]))\n"
     )
     shown = subprocess.run(
         [sys.executable, "-c", probe],
@@ -234,6 +236,9 @@ def test_the_zygotes_start_up_leaves_every_random_state_as_a_fresh_kernels() -> 
         env={**__import__("os").environ, "MPLBACKEND": "Agg"},
     )
     assert shown.returncode == 0, shown.stderr[-2000:]
-    same, warmed = __import__("json").loads(shown.stdout.strip().splitlines()[-1])
+    same, warmed, stacks = __import__("json").loads(shown.stdout.strip().splitlines()[-1])
     assert same is True
-    assert warmed > 20  # the attention's operations, each judged once, before any fork
+    # Every set of calls the lessons forbid: the attention's operations, each judged once,
+    # before any fork; and no hook of the warm-up's recorders is left on PyTorch's stacks.
+    assert len(warmed) >= 2 and min(warmed) > 20
+    assert stacks == [0, 0]

@@ -514,10 +514,23 @@ for name, listing in listings.items():
     with open("maps", "w") as handle:
         handle.write(listing)
     backed[name] = into_huge_pages("maps")
-os.makedirs("never")
-with open("never/enabled", "w") as handle:
-    handle.write("always madvise [never]\\n")
-backed["turned off"] = into_huge_pages("maps", settings="never")  # the anonymous listing
+def settings(name, enabled, this_size=None):
+    os.makedirs(f"{name}/hugepages-2048kB")
+    with open(f"{name}/enabled", "w") as handle:
+        handle.write(enabled + "\\n")
+    with open(f"{name}/hpage_pmd_size", "w") as handle:
+        handle.write(f"{HUGE_PAGE}\\n")
+    if this_size:
+        with open(f"{name}/hugepages-2048kB/enabled", "w") as handle:
+            handle.write(this_size + "\\n")
+    return into_huge_pages("maps", settings=name)  # the anonymous listing, as written last
+
+with open("maps", "w") as handle:
+    handle.write(listings["anonymous"])
+backed["turned off"] = settings("never", "always madvise [never]")
+on, off, inherit = "always [madvise] never", "always madvise [never]", "always [inherit] never"
+backed["off for this size"] = settings("size-never", on, off)
+backed["inherited off"] = settings("inherit", off, inherit)
 huge = 0
 with open("/proc/self/smaps") as handle:
     lines = handle.read().splitlines()
@@ -546,7 +559,9 @@ def test_the_zygote_backs_only_private_anonymous_memory_with_huge_pages(tmp_path
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["backed"]["a file's"] == seen["backed"]["read-only"] == 0
     assert seen["backed"]["shared"] == 0
-    assert seen["backed"]["turned off"] == 0  # the administrator's "never" is honoured
+    # The administrator's "never" is honoured, for all sizes or for this one.
+    assert seen["backed"]["turned off"] == seen["backed"]["off for this size"] == 0
+    assert seen["backed"]["inherited off"] == 0
     if seen["backed"]["anonymous"] == 0:
         pytest.skip("this kernel backs no memory with huge pages on request (MADV_COLLAPSE)")
     # The whole 2 MiB-aligned part of the region, and the kernel's own account agrees.

@@ -124,13 +124,16 @@ class _Watched:
 
     kernels: frozenset[str]
     patterns: tuple[str, ...]
-    functions: dict[Any, str]
+    paths: tuple[str, ...]
+    """The forbidden functions' dotted paths: each resolved when a recorder is made (see
+    _resolve: once found, a function is kept; one whose library is not loaded yet is
+    looked for again next time)."""
     verdicts: dict[Any, tuple[bool, str | None]]
     """Each kernel met so far: see Recorder.kernel_verdict."""
 
 
 @functools.cache
-def _watched(forbidden: tuple[str, ...], torch_loaded: bool) -> _Watched:
+def _watched(forbidden: tuple[str, ...]) -> _Watched:
     functions: set[str] = set()
     kernels: set[str] = set()
     patterns: set[str] = set()
@@ -139,13 +142,7 @@ def _watched(forbidden: tuple[str, ...], torch_loaded: bool) -> _Watched:
         functions.update(family[0])
         kernels.update(family[1])
         patterns.update(family[2])
-    resolved = {path: _resolve(path) for path in functions} if torch_loaded else {}
-    return _Watched(
-        frozenset(kernels),
-        tuple(sorted(patterns)),
-        {target: path for path, target in resolved.items() if target is not None},
-        {},
-    )
+    return _Watched(frozenset(kernels), tuple(sorted(patterns)), tuple(sorted(functions)), {})
 
 
 class _Canary:
@@ -174,12 +171,11 @@ class Recorder:
 
     def __init__(self, forbidden: Iterable[str]) -> None:
         self.used: dict[str, None] = {}  # in the order seen: the function before its kernel
-        watched = _watched(tuple(sorted(forbidden)), _torch_loaded())
-        self.kernels, self.patterns, self.functions = (
-            watched.kernels,
-            watched.patterns,
-            watched.functions,
-        )
+        torch_loaded = _torch_loaded()
+        watched = _watched(tuple(sorted(forbidden)))
+        self.kernels, self.patterns = watched.kernels, watched.patterns
+        resolved = [(path, _resolve(path)) for path in watched.paths] if torch_loaded else []
+        self.functions = {target: path for path, target in resolved if target is not None}
         self._verdicts = watched.verdicts
         self.canaries = {"asked": 0, "function": 0, "kernel": 0}
         self._in_canary: Any = None
@@ -247,10 +243,14 @@ class Recorder:
                     recorder.used.setdefault(f"{forbidden}, PyTorch's kernel{_where()}")
                 return func(*args, **(kwargs or {}))
 
-        self._modes = [Functions(), Kernels()]
+        for mode in (Functions(), Kernels()):
+            try:
+                mode.__enter__()
+            except BaseException:  # take off what was pushed: no hook outlives the recorder
+                self.__exit__()
+                raise
+            self._modes.append(mode)
         self._watching = True
-        for mode in self._modes:
-            mode.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:

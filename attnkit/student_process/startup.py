@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from typing import Any
 
 
@@ -46,24 +47,40 @@ def preload() -> None:
 
 MADV_HUGEPAGE, MADV_COLLAPSE = 14, 25
 HUGE_PAGE = 2 << 20
+"""A huge page's size where the kernel does not say (x86-64's)."""
 THP_SETTINGS = "/sys/kernel/mm/transparent_hugepage"
-"""The administrator's huge-page settings (the sandbox shows them, read-only)."""
 
 
-def huge_pages_allowed(settings: str = THP_SETTINGS) -> bool:
-    """False where the administrator turned transparent huge pages off ("never"), which
-    MADV_COLLAPSE would not otherwise honour."""
+def thp_files(size: int = HUGE_PAGE) -> tuple[str, ...]:
+    """The administrator's settings the zygote reads (the sandbox shows these files alone,
+    read-only): whether huge pages are on, their size, and the switch for that size."""
+    return ("enabled", "hpage_pmd_size", f"hugepages-{size // 1024}kB/enabled")
+
+
+def _read(path: str) -> str | None:
     try:
-        with open(os.path.join(settings, "enabled")) as setting:
-            return "[never]" not in setting.read()
-    except OSError:  # not shown: the kernel refuses the request itself if it has none
-        return True
+        with open(path) as setting:
+            return setting.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def huge_page_size(settings: str = THP_SETTINGS) -> int:
+    """The size of the huge pages the zygote may ask for; 0 where the administrator turned
+    them off ("never", for all sizes or for this one), which MADV_COLLAPSE would not
+    otherwise honour. Settings not shown: the kernel refuses by itself if it has none."""
+    said = (_read(os.path.join(settings, "hpage_pmd_size")) or "").strip()
+    size = int(said) if said.isdigit() and int(said) > 0 else HUGE_PAGE
+    chosen = _read(os.path.join(settings, thp_files(size)[2])) or "[inherit]"
+    if "[inherit]" in chosen:
+        chosen = _read(os.path.join(settings, "enabled")) or ""
+    return 0 if "[never]" in chosen else size
 
 
 def into_huge_pages(maps: str = "/proc/self/maps", settings: str = THP_SETTINGS) -> int:
     """Back the zygote's private memory (its heap and anonymous mappings: PyTorch's tables,
-    Python's objects, the shared cells' values) with 2 MiB pages where the kernel can; the
-    bytes so backed.
+    Python's objects, the shared cells' values) with huge pages (2 MiB) where the kernel can;
+    the bytes so backed.
 
     Why: each fork copies, and each worker's exit tears down, one page-table entry per
     4 KiB page of the zygote's 250 MiB or so, up to 10 ms a worker; a huge page is one
@@ -73,7 +90,8 @@ def into_huge_pages(maps: str = "/proc/self/maps", settings: str = THP_SETTINGS)
     it was."""
     import ctypes
 
-    if not huge_pages_allowed(settings):
+    huge = huge_page_size(settings)
+    if not huge:
         return 0
     libc = ctypes.CDLL(None, use_errno=True)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
@@ -90,9 +108,9 @@ def into_huge_pages(maps: str = "/proc/self/maps", settings: str = THP_SETTINGS)
             start, end = (int(x, 16) for x in fields[0].split("-"))
         except ValueError:
             continue
-        start = -(-start // HUGE_PAGE) * HUGE_PAGE
-        end = end // HUGE_PAGE * HUGE_PAGE
-        if end - start >= HUGE_PAGE:
+        start = -(-start // huge) * huge
+        end = end // huge * huge
+        if end - start >= huge:
             libc.madvise(start, end - start, MADV_HUGEPAGE)
             if libc.madvise(start, end - start, MADV_COLLAPSE) == 0:
                 backed += end - start
@@ -132,6 +150,7 @@ def warm_recorder(recorder: Any, adapters: Any) -> None:
     here once. The random state is put back as it was, so each worker's is a fresh
     kernel's."""
     import numpy as np
+    import torch
 
     from ..assignments import ASSIGNMENTS
     from .shared_cells import random_state, set_random_state
@@ -140,8 +159,8 @@ def warm_recorder(recorder: Any, adapters: Any) -> None:
     namespace = {"Attention": _attention_class(), "softmax": _softmax}
     x = np.linspace(-1, 1, 2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
     saved = random_state()
-    try:
-        for names in sorted(forbidden | {tuple(sorted(recorder.FAMILIES))}):
+    for names in sorted(forbidden | {tuple(sorted(recorder.FAMILIES))}):
+        try:
             with recorder.Recorder(names) as watching:
                 watching.canary()
                 adapters.call_function(namespace, "softmax", [x], framework="torch")
@@ -149,10 +168,14 @@ def warm_recorder(recorder: Any, adapters: Any) -> None:
                                     grad_output=np.ones_like(x))  # fmt: skip
                 watching.canary()
                 watching.kernel_names()
-    except Exception:  # a warm-up only: each worker then pays for its own first calls
-        pass
-    finally:
-        set_random_state(saved)
+        except Exception as exc:  # a warm-up only: each worker then pays for its first calls
+            print(f"attnkit: the recorder's warm-up for {names} failed: {exc!r}", file=sys.stderr)
+        finally:
+            set_random_state(saved)
+    # Every worker is forked from this state: a hook left on PyTorch's stacks would watch
+    # every notebook's calls. The zygote stops rather than fork from it.
+    if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
+        raise RuntimeError("the recorder's warm-up left a hook on PyTorch's stacks")
 
 
 def _softmax(x: Any) -> Any:
