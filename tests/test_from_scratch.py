@@ -137,3 +137,25 @@ def test_a_recorder_that_cannot_start_leaves_no_hook_behind(monkeypatch) -> None
         pass
     assert torch._C._len_torch_function_stack() == 0
     assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def test_a_forbidden_function_whose_library_loads_later_is_watched_from_then_on() -> None:
+    """The recorder resolves each forbidden function once its library is loaded: a
+    recorder made before the notebook imports the library watches nothing of it, every
+    recorder after does (the zygote makes the first recorders, before any notebook)."""
+    import json
+    import subprocess
+    import sys
+
+    probe = (
+        "import json, sys, torch\n"
+        "from attnkit.student_process.recorder import Recorder\n"
+        "assert 'fractions' not in sys.modules\n"
+        "before = list(Recorder(['fractions.Fraction']).functions.values())\n"
+        "import fractions\n"
+        "after = list(Recorder(['fractions.Fraction']).functions.values())\n"
+        "print(json.dumps([before, after]))\n"
+    )
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert json.loads(shown.stdout.strip().splitlines()[-1]) == [[], ["fractions.Fraction"]]

@@ -88,7 +88,8 @@ def _resolve(path: str) -> Any:
         return _RESOLVED[path]
     parts = path.split(".")
     if parts[0] not in sys.modules:
-        return None
+        return None  # looked for again once something loads the library
+    found: Any = None
     for split in range(len(parts) - 1, 0, -1):
         try:
             owner: Any = importlib.import_module(".".join(parts[:split]))
@@ -97,10 +98,11 @@ def _resolve(path: str) -> Any:
         for part in parts[split:]:
             owner = getattr(owner, part, None)
             if owner is None:
-                return None
-        _RESOLVED[path] = owner
-        return owner
-    return None
+                break
+        found = owner
+        break
+    _RESOLVED[path] = found  # the library is loaded: a name it lacks stays missing
+    return found
 
 
 def _where() -> str:
@@ -124,10 +126,10 @@ class _Watched:
 
     kernels: frozenset[str]
     patterns: tuple[str, ...]
-    paths: tuple[str, ...]
-    """The forbidden functions' dotted paths: each resolved when a recorder is made (see
-    _resolve: once found, a function is kept; one whose library is not loaded yet is
-    looked for again next time)."""
+    functions: dict[Any, str]
+    """The forbidden functions found, by object (see _resolve: once found, kept)."""
+    waiting: tuple[str, ...]
+    """The paths whose library was not loaded yet: looked for again by each recorder."""
     verdicts: dict[Any, tuple[bool, str | None]]
     """Each kernel met so far: see Recorder.kernel_verdict."""
 
@@ -142,7 +144,12 @@ def _watched(forbidden: tuple[str, ...]) -> _Watched:
         functions.update(family[0])
         kernels.update(family[1])
         patterns.update(family[2])
-    return _Watched(frozenset(kernels), tuple(sorted(patterns)), tuple(sorted(functions)), {})
+    import sys
+
+    resolved = {path: _resolve(path) for path in sorted(functions)}
+    found = {target: path for path, target in resolved.items() if target is not None}
+    waiting = tuple(p for p in resolved if p.split(".")[0] not in sys.modules)
+    return _Watched(frozenset(kernels), tuple(sorted(patterns)), found, waiting, {})
 
 
 class _Canary:
@@ -171,11 +178,19 @@ class Recorder:
 
     def __init__(self, forbidden: Iterable[str]) -> None:
         self.used: dict[str, None] = {}  # in the order seen: the function before its kernel
-        torch_loaded = _torch_loaded()
         watched = _watched(tuple(sorted(forbidden)))
-        self.kernels, self.patterns = watched.kernels, watched.patterns
-        resolved = [(path, _resolve(path)) for path in watched.paths] if torch_loaded else []
-        self.functions = {target: path for path, target in resolved if target is not None}
+        self.kernels, self.patterns, self.functions = (
+            watched.kernels,
+            watched.patterns,
+            watched.functions,
+        )
+        if watched.waiting:  # a library loaded since is watched from now on
+            late = {path: _resolve(path) for path in watched.waiting}
+            if any(late.values()):
+                self.functions = {
+                    **self.functions,
+                    **{target: path for path, target in late.items() if target is not None},
+                }
         self._verdicts = watched.verdicts
         self.canaries = {"asked": 0, "function": 0, "kernel": 0}
         self._in_canary: Any = None
@@ -209,10 +224,12 @@ class Recorder:
     def __enter__(self) -> Recorder:
         if not (self.kernels or self.functions) or not _torch_loaded():
             return self
+        import torch
         from torch.overrides import TorchFunctionMode
         from torch.utils._python_dispatch import TorchDispatchMode
 
         recorder = self
+        self._canary_input = torch.zeros(2)  # made before the hooks: the canaries' input
 
         class Functions(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
@@ -237,6 +254,8 @@ class Recorder:
                 softmax, forbidden = recorder.kernel_verdict(func)
                 if recorder._in_canary:
                     recorder.canaries["kernel"] += softmax
+                    if softmax:  # seen: its value is never read, so it is not computed
+                        return torch.empty_like(args[0])
                     return func(*args, **(kwargs or {}))
                 recorder.reached.add(func)
                 if forbidden is not None:
@@ -273,7 +292,7 @@ class Recorder:
         self._in_canary = torch.softmax  # the function the modes must see, while it runs
         before, _Canary.running = _Canary.running, True
         try:
-            torch.softmax(torch.zeros(2), 0)
+            torch.softmax(self._canary_input, 0)
         except RuntimeError:
             pass  # a worker without the softmax kernel (see withheld.py): the modes saw it
         finally:
