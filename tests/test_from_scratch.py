@@ -159,3 +159,53 @@ def test_a_forbidden_function_whose_library_loads_later_is_watched_from_then_on(
     shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert json.loads(shown.stdout.strip().splitlines()[-1]) == [[], ["fractions.Fraction"]]
+
+
+HONEST_GENERATOR = """
+import json, warnings
+warnings.simplefilter("ignore")
+import numpy as np, torch
+from attnkit.implementation import recorded_caller
+
+call = recorded_caller()
+
+def rows(x):
+    with torch.inference_mode():
+        for r in x:
+            yield r.exp() / r.exp().sum()
+
+def softmax(x):
+    out = []
+    gen = rows(x)
+    for r in gen:
+        if r.shape[0] > 3:
+            raise ValueError("rows longer than 3 are not supported yet")  # an honest bug
+        out.append(r)
+    return torch.stack(out)
+
+seen = []
+for shape in [(2, 3), (2, 5), (2, 3)]:
+    x = np.ones(shape, dtype=np.float32)
+    try:
+        kwargs = {"name": "softmax", "args": [x], "framework": "torch"}
+        out = call({"softmax": softmax}, "call_function", ("torch.softmax",), kwargs)
+        seen.append(["ok", out.get("forbidden_unverified")])
+    except BaseException as exc:
+        seen.append([type(exc).__name__, None])
+print(json.dumps(seen))
+"""
+
+
+def test_one_honest_failure_leaves_the_next_calls_unharmed() -> None:
+    """An exercise that raises while a generator of its holds ``torch.inference_mode``
+    open: the guard ends after the recorder, restoring PyTorch's dispatch keys. The next
+    recorder must start without making a tensor first, or every later call fails inside
+    PyTorch, for the student's one honest bug."""
+    import json
+    import subprocess
+    import sys
+
+    shown = subprocess.run([sys.executable, "-c", HONEST_GENERATOR], capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    seen = json.loads(shown.stdout.strip().splitlines()[-1])
+    assert seen == [["ok", None], ["ValueError", None], ["ok", None]]

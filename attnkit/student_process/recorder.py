@@ -229,7 +229,6 @@ class Recorder:
         from torch.utils._python_dispatch import TorchDispatchMode
 
         recorder = self
-        self._canary_input = torch.zeros(2)  # made before the hooks: the canaries' input
 
         class Functions(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
@@ -292,7 +291,7 @@ class Recorder:
         self._in_canary = torch.softmax  # the function the modes must see, while it runs
         before, _Canary.running = _Canary.running, True
         try:
-            torch.softmax(self._canary_input, 0)
+            torch.softmax(torch.zeros(2), 0)
         except RuntimeError:
             pass  # a worker without the softmax kernel (see withheld.py): the modes saw it
         finally:
