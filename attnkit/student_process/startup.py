@@ -142,8 +142,8 @@ def warm_shell(notebook_code: Any) -> None:
 
 
 def warm_recorder(recorder: Any, adapters: Any) -> None:
-    """Call a small attention layer and a softmax through the adapters, forward and
-    backward, under a recorder for each set of calls the lessons forbid (and for all of
+    """Call a small layer and the operations attention code uses through the adapters,
+    forward and backward, under a recorder for each set of calls the lessons forbid (and for all of
     them). The recorder's first use imports PyTorch's mode machinery (seconds), and its
     first call of each operation builds PyTorch's tables for it (the operation's Python
     object, its dispatch cache, the recorder's verdict on it): about 4 ms a worker, paid
@@ -156,15 +156,15 @@ def warm_recorder(recorder: Any, adapters: Any) -> None:
     from .shared_cells import random_state, set_random_state
 
     forbidden = {tuple(sorted(e.forbidden)) for a in ASSIGNMENTS.values() for e in a.exercises}
-    namespace = {"Attention": _attention_class(), "softmax": _softmax}
+    namespace = {"Layer": _layer_class(), "operations": _operations}
     x = np.linspace(-1, 1, 2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
     saved = random_state()
     for names in sorted(forbidden | {tuple(sorted(recorder.FAMILIES))}):
         try:
             with recorder.Recorder(names) as watching:
                 watching.canary()
-                adapters.call_function(namespace, "softmax", [x], framework="torch")
-                adapters.run_module(namespace, "Attention", [4], [x], train=True,
+                adapters.call_function(namespace, "operations", [x], framework="torch")
+                adapters.run_module(namespace, "Layer", [4], [x], train=True,
                                     grad_output=np.ones_like(x))  # fmt: skip
                 watching.canary()
                 watching.kernel_names()
@@ -178,38 +178,37 @@ def warm_recorder(recorder: Any, adapters: Any) -> None:
         raise RuntimeError("the recorder's warm-up left a hook on PyTorch's stacks")
 
 
-def _softmax(x: Any) -> Any:
+def _operations(x: Any) -> Any:
+    """One use of each operation the lessons' answers use: a warm-up, not an exercise."""
     import torch
 
-    shift = x.amax(dim=-1, keepdim=True).detach()
-    shift = torch.where(torch.isfinite(shift), shift, torch.zeros_like(shift))
-    exp = torch.exp(x - shift)
-    return exp / exp.sum(dim=-1, keepdim=True)
+    mask = torch.triu(torch.ones(x.shape[-2], x.shape[-2]), diagonal=1).bool()
+    pairs = (x @ x.transpose(-2, -1) / x.shape[-1] ** 0.5).masked_fill(mask, float("-inf"))
+    kept = torch.where(torch.isfinite(pairs), pairs, torch.zeros_like(pairs))
+    parts = [pairs.amax(-1, keepdim=True).detach(), kept.exp(), kept.sum(-1, keepdim=True)]
+    return sum(part.sum() for part in parts) / 3 + (kept @ x).view(*x.shape).contiguous()
 
 
-def _attention_class() -> Any:
-    """A causal attention layer of the lessons' kind, written with the operations honest
-    answers use (and the library's own softmax and attention, which a worker may lack)."""
+def _layer_class() -> Any:
+    """A layer with the parts the lessons' modules hold (parameters, projections, dropout,
+    a buffer), calling the operations above and the library's own softmax and attention
+    (which a worker may lack)."""
     import torch
     from torch import nn
 
-    class Attention(nn.Module):
+    class Layer(nn.Module):
         def __init__(self, d: int) -> None:
             super().__init__()
-            self.W_query = nn.Parameter(torch.rand(d, d))
-            self.key = nn.Linear(d, d, bias=False)
-            self.value = nn.Linear(d, d, bias=True)
+            self.weight = nn.Parameter(torch.rand(d, d))
+            self.first = nn.Linear(d, d, bias=False)
+            self.second = nn.Linear(d, d, bias=True)
             self.dropout = nn.Dropout(0.1)
-            self.register_buffer("mask", torch.triu(torch.ones(8, 8), diagonal=1))
+            self.register_buffer("scale", torch.ones(d))
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            queries, keys, values = x @ self.W_query, self.key(x), self.value(x)
-            scores = queries @ keys.transpose(-2, -1) / keys.shape[-1] ** 0.5
-            n = x.shape[-2]
-            scores = scores.masked_fill(self.mask.bool()[:n, :n], float("-inf"))
-            weights = self.dropout(_softmax(scores))
-            context = (weights @ values).view(*x.shape).contiguous()
-            fused = nn.functional.scaled_dot_product_attention(queries, keys, values)
-            return torch.cat([context, torch.softmax(scores, -1) @ values - fused])[: len(x)]
+            a, b = self.first(x) * self.scale, self.second(x @ self.weight)
+            fused = nn.functional.scaled_dot_product_attention(a, b, b)
+            mixed = torch.softmax(a, -1) + fused + self.dropout(_operations(b))
+            return torch.cat([mixed, x])[: len(x)]
 
-    return Attention
+    return Layer
