@@ -5,7 +5,8 @@ pays for it (see :mod:`.zygote`).
   plans, and runs each first use that would otherwise cost every worker again: IPython's
   first cell, the recorder's first calls of each operation attention code uses;
 * :func:`into_huge_pages` backs the zygote's private memory with 2 MiB pages, so that a
-  worker's fork and exit handle one page-table entry where they handled 512.
+  worker's fork and exit handle one page-table entry where they handled 512 (the zygote
+  calls it once it has forked enough workers for it to pay: see zygote.HUGE_PAGES_AFTER).
 """
 
 from __future__ import annotations
