@@ -146,10 +146,15 @@ def _watched(forbidden: tuple[str, ...]) -> _Watched:
         patterns.update(family[2])
     import sys
 
-    resolved = {path: _resolve(path) for path in sorted(functions)}
-    found = {target: path for path, target in resolved.items() if target is not None}
-    waiting = tuple(p for p in resolved if p.split(".")[0] not in sys.modules)
+    found = _found(sorted(functions))
+    waiting = tuple(p for p in sorted(functions) if p.split(".")[0] not in sys.modules)
     return _Watched(frozenset(kernels), tuple(sorted(patterns)), found, waiting, {})
+
+
+def _found(paths: Iterable[str]) -> dict[Any, str]:
+    """The functions of ``paths`` that resolve now (see _resolve), by object."""
+    resolved = [(path, _resolve(path)) for path in paths]
+    return {target: path for path, target in resolved if target is not None}
 
 
 class _Canary:
@@ -184,13 +189,9 @@ class Recorder:
             watched.patterns,
             watched.functions,
         )
-        if watched.waiting:  # a library loaded since is watched from now on
-            late = {path: _resolve(path) for path in watched.waiting}
-            if any(late.values()):
-                self.functions = {
-                    **self.functions,
-                    **{target: path for path, target in late.items() if target is not None},
-                }
+        late = _found(watched.waiting)  # a library loaded since is watched from now on
+        if late:
+            self.functions = {**self.functions, **late}
         self._verdicts = watched.verdicts
         self.canaries = {"asked": 0, "function": 0, "kernel": 0}
         self._in_canary: Any = None

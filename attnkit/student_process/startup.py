@@ -144,8 +144,8 @@ def warm_shell(notebook_code: Any) -> None:
 
 def warm_recorder(recorder: Any, adapters: Any) -> None:
     """Call a small layer and the operations attention code uses through the adapters,
-    forward and backward, under a recorder for each set of calls the lessons forbid (and for all of
-    them). The recorder's first use imports PyTorch's mode machinery (seconds), and its
+    forward and backward, under a recorder for each set of calls the lessons forbid (and
+    for all of them). The recorder's first use imports PyTorch's mode machinery (seconds), and its
     first call of each operation builds PyTorch's tables for it (the operation's Python
     object, its dispatch cache, the recorder's verdict on it): about 4 ms a worker, paid
     here once. The random state is put back as it was, so each worker's is a fresh
