@@ -358,12 +358,16 @@ def stop(process: Any) -> None:
         process.join(timeout=10)
 
 
-GRADER_PRELOAD = ["torch", "attnkit_autograder.pipeline"]
+GRADER_PRELOAD = ["attnkit_autograder.grader_server"]
 
 
 def grader_context() -> Any:
     """The multiprocessing context graders are forked from: one server that has loaded what
     every grader needs (see Supervisor)."""
+    # The graders compare small arrays: NumPy's BLAS threads would only spin beside them
+    # (about 0.1 s of a core for each process that loads NumPy). Read when NumPy loads, so
+    # this holds for the server, every grader, and this process's own reports.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(GRADER_PRELOAD)
     return context

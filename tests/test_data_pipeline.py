@@ -42,6 +42,19 @@ def test_tokenizer_is_gpt2_and_offline() -> None:
     assert tok.decode(ids) == text
 
 
+def test_ranks_are_tiktokens_own() -> None:
+    """The ranks read off encoder.json alone are those tiktoken's loader builds from the
+    merges and checks against encoder.json."""
+    from tiktoken.load import data_gym_to_mergeable_bpe_ranks
+
+    from attnkit_data.tokenizer import bpe_files, mergeable_ranks
+
+    encoder_json, vocab_bpe = bpe_files()
+    ours = mergeable_ranks(encoder_json)
+    assert len(ours) == 50_256
+    assert ours == data_gym_to_mergeable_bpe_ranks(str(vocab_bpe), str(encoder_json))
+
+
 def test_verdict_encodes_to_5145_tokens(verdict_text: str) -> None:
     ids = gpt2_tokenizer().encode(verdict_text, allowed_special={"<|endoftext|>"})
     assert len(ids) == 5145

@@ -209,6 +209,32 @@ def plant_broken(folder: Path, elsewhere: Path) -> None:
 
 
 @pytest.mark.slow
+def grader_state(number: int, tasks: Any, results: Any, settings: GradeSettings) -> None:
+    """Writes, beside the one submission, what a grader inherits from the server."""
+    import gc
+
+    while (item := tasks.get()) is not None:
+        index, fields, target = item
+        submission = Submission(**fields)
+        results.send(("start", number, index, ""))
+        frozen = gc.get_freeze_count() > 100_000
+        state = [gc.isenabled(), frozen, os.environ.get("OPENBLAS_NUM_THREADS")]
+        submission.path.with_suffix(".state").write_text(json.dumps(state))
+        record = {**error_record(submission, ""), "status": "graded", "error": None}
+        outcome, detail = deliver(record, Path(target))
+        results.send((outcome, number, index, detail))
+
+
+def test_graders_start_with_the_collector_on_and_the_servers_objects_frozen(tmp_path) -> None:
+    """The server loads PyTorch with the collector off, then freezes what it loaded: a grader
+    collects as usual, without walking those objects again; NumPy's BLAS keeps to one thread."""
+    supervisor.start_grader_server()
+    todo = fake_class(tmp_path / "class", ["ada"])
+    assert grade_all(todo, tmp_path / "out", FAST, jobs=1, grader=grader_state).graded == 1
+    state = json.loads(todo[0].path.with_suffix(".state").read_text())
+    assert state == [True, True, "1"]
+
+
 def test_a_class_of_300_with_10_broken_files_is_all_accounted_for(tmp_path: Path) -> None:
     """20 notebooks graded for real, 270 cheap .py files the grader finds empty, 10 broken."""
     subs = tmp_path / "subs"

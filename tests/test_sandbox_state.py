@@ -567,3 +567,18 @@ def test_the_zygote_backs_only_private_anonymous_memory_with_huge_pages(tmp_path
     # The whole 2 MiB-aligned part of the region, and the kernel's own account agrees.
     assert seen["size"] - 2 * 1024**2 <= seen["backed"]["anonymous"] <= seen["size"]
     assert seen["huge"] >= seen["backed"]["anonymous"] - 2 * 1024**2
+
+
+# -- the collector: off while the zygote loads, on for every submission -------------------------
+
+COLLECTOR = r"""
+import gc
+def probe():
+    import numpy as np
+    # On, as in any kernel; the zygote's own objects frozen out of its reach.
+    return np.array([int(gc.isenabled()), int(gc.get_freeze_count() > 100_000)])
+"""
+
+
+def test_a_workers_collector_is_on_and_the_zygotes_objects_are_frozen() -> None:
+    assert graded(COLLECTOR) == [1, 1]
