@@ -4,6 +4,7 @@ supervisor, write the gradebook, and say plainly what could not be graded."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -211,6 +212,18 @@ def choose_isolation(args: argparse.Namespace, settings: GradeSettings) -> None:
         print(f"sandbox: {level}")
 
 
+def names_matplotlib(submissions: list[Submission]) -> bool:
+    """Whether any of the files names matplotlib (an unreadable one counts as naming it):
+    only then do the sandboxes load it before forking (see GradeSettings.plots)."""
+    for submission in submissions:
+        try:
+            if b"matplotlib" in submission.path.read_bytes():
+                return True
+        except OSError:
+            return True
+    return False
+
+
 def grade_into(
     args: argparse.Namespace,
     submissions: list[Submission],
@@ -223,6 +236,7 @@ def grade_into(
     from tqdm import tqdm
 
     todo = results.pending(submissions, args.out, settings.feedback, args.force, settings.stamp)
+    settings = dataclasses.replace(settings, plots=names_matplotlib(todo))
     skipped = len(submissions) - len(todo)
     if skipped:
         print(f"{skipped} submission(s) already graded in {args.out}: skipped (--force regrades)")

@@ -187,7 +187,9 @@ class Zygote:
             self._public = public_path(tempfile.mkdtemp(prefix="attnkit-path-"))
             sites = set(site_dirs())
             search = [self._public, *(p for p in search[1:] if p not in sites)]
-        bootstrap = bootstrap_code(search, self._scratch, control_fd, own_user=bool(settings.user))
+        bootstrap = bootstrap_code(
+            search, self._scratch, control_fd, own_user=bool(settings.user), plots=settings.plots
+        )
         command = [interpreter, "-I", "-S", "-c", bootstrap]
         if settings.user:
             check_sandbox_user(settings.user)

@@ -41,6 +41,8 @@ class SandboxSettings:
     for hosts without user namespaces, such as Gradescope's containers. Weaker: files are
     hidden only by their permissions, and there are no namespaces (see the README)."""
     extra_env: dict[str, str] = field(default_factory=dict)
+    plots: bool = True
+    """Whether the zygote loads matplotlib before forking (see GradeSettings.plots)."""
 
 
 def package_dir(name: str) -> str:
@@ -213,7 +215,11 @@ def bwrap_command(settings: SandboxSettings, control_fd: int, scratch: str = "/t
     for mount in read_only:
         args += ["--remount-ro", mount]
     search = [inside(p) for p in search]
-    code = bootstrap_code(search, scratch, control_fd) if control_fd >= 0 else probe_code(search)
+    code = (
+        bootstrap_code(search, scratch, control_fd, plots=settings.plots)
+        if control_fd >= 0
+        else probe_code(search)
+    )
     args += ["--chdir", "/tmp", inside(interpreter), "-I", "-S", "-c", code]
     return args
 
@@ -226,13 +232,16 @@ def probe_code(search: list[str]) -> str:
     )
 
 
-def bootstrap_code(search: list[str], scratch: str, control_fd: int, own_user: bool = False) -> str:
+def bootstrap_code(
+    search: list[str], scratch: str, control_fd: int, own_user: bool = False, plots: bool = True
+) -> str:
     """The zygote's start; ``own_user``: it runs as a user of its own (--sandbox-user), so
-    every other process of that user is one of its workers or what they left."""
+    every other process of that user is one of its workers or what they left; ``plots``:
+    it loads matplotlib (see GradeSettings.plots)."""
     return (
         f"import sys; sys.path[:] = {search!r}; "
         "from attnkit.student_process.zygote import zygote; "
-        f"zygote({scratch!r}, {control_fd}, own_user={own_user!r})"
+        f"zygote({scratch!r}, {control_fd}, own_user={own_user!r}, plots={plots!r})"
     )
 
 

@@ -419,3 +419,15 @@ def test_a_worker_killed_from_outside_is_regraded_once(tmp_path: Path, monkeypat
     answers = [cut_short, cut_short]
     record = pipeline.grade_safely(submission, FAST)
     assert answers == [] and record["tests"][0]["status"] == "error"
+
+
+def test_the_sandboxes_load_matplotlib_only_when_a_submission_names_it(tmp_path: Path) -> None:
+    from attnkit_autograder.grade_command import names_matplotlib
+
+    quiet, plotting, gone = fake_class(tmp_path, ["quiet", "plotting", "gone"])
+    quiet.path.write_text("import torch\nx = torch.ones(2)\n")
+    plotting.path.write_text("import matplotlib.pyplot as plt\n")
+    assert not names_matplotlib([quiet])
+    assert names_matplotlib([quiet, plotting])
+    # A file that cannot be read counts as naming it: the sandbox is then as it always was.
+    assert names_matplotlib([quiet, gone])

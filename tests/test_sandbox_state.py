@@ -27,6 +27,7 @@ import pytest
 from attnkit.notebook_code import Cell
 from attnkit_autograder import sandbox, sandbox_user
 from attnkit_autograder.isolation import IsolatedSubmission, SubmissionError, WorkerCrashed
+from attnkit_autograder.sandbox_layout import SandboxSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -582,3 +583,23 @@ def probe():
 
 def test_a_workers_collector_is_on_and_the_zygotes_objects_are_frozen() -> None:
     assert graded(COLLECTOR) == [1, 1]
+
+
+# -- matplotlib: loaded by the zygote only when some submission names it ------------------------
+
+PLOTS = r"""
+import sys
+LOADED_AT_START = "matplotlib.pyplot" in sys.modules
+import matplotlib.pyplot as plt
+figure, axes = plt.subplots()
+axes.imshow([[0.1, 0.9], [0.5, 0.5]])
+figure.canvas.draw()
+def probe():
+    import numpy as np
+    return np.array([int(LOADED_AT_START), int(plt.get_backend().lower() == "agg")])
+"""
+
+
+@pytest.mark.parametrize("plots", [True, False])
+def test_a_notebook_plots_whether_or_not_the_zygote_loaded_matplotlib(plots: bool) -> None:
+    assert graded(PLOTS, sandbox=SandboxSettings(plots=plots)) == [int(plots), 1]

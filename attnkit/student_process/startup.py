@@ -17,12 +17,14 @@ import sys
 from typing import Any
 
 
-def preload() -> None:
-    """Import what every submission needs once, before any fork."""
-    import matplotlib
+def preload(plots: bool = True) -> None:
+    """Import what every submission needs once, before any fork; matplotlib too if
+    ``plots`` (some submission names it)."""
+    if plots:
+        import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot
+        matplotlib.use("Agg")
+        import matplotlib.pyplot
     import numpy  # noqa: F401
     import pyseccomp  # noqa: F401
     import torch

@@ -305,14 +305,16 @@ def start_worker(limits: dict[str, Any], fds: list[int], scratch: str) -> None:
     worker.serve()
 
 
-def zygote(scratch: str = "/tmp", control_fd: int = 3, own_user: bool = False) -> None:
+def zygote(
+    scratch: str = "/tmp", control_fd: int = 3, own_user: bool = False, plots: bool = True
+) -> None:
     children: dict[int, int] = {}  # worker pid -> its CPU limit
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("MPLBACKEND", "Agg")
     # The collector is off while the imports make their quarter of a million objects (left
     # on, it walks them all several times: 0.3 to 0.4 s of each sandbox's start-up).
     gc.disable()
-    preload()
+    preload(plots)
     # Move everything loaded so far out of the collector's reach: otherwise each worker's
     # first collections write to every object's header, copying the zygote's pages.
     gc.collect()
