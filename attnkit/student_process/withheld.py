@@ -198,12 +198,26 @@ def python_plan(profile: str) -> tuple[tuple[Any, Any], ...]:
     """(function, the code that replaces it) for the Python functions of PyTorch's loaded
     modules (and of its classes) whose names are of ``profile``'s family, worked out once in
     the zygote."""
+    pattern = PYTHON_NAMES[profile]
+    found: dict[int, Any] = {}
+    for candidate in _named():
+        if pattern.search(candidate.__name__):
+            for function in _functions_of(candidate):
+                # PyTorch's own code only (a class's helpers from typing are not)
+                if str(function.__module__).startswith("torch"):
+                    found[id(function)] = function
+    return tuple((f, _raiser_code(f)) for f in found.values())
+
+
+@functools.cache
+def _named() -> tuple[Any, ...]:
+    """The functions and classes of PyTorch's loaded modules, and the functions its objects
+    hold: walked once for every profile (after load_family)."""
     import sys
     import types
 
     load_family()
-    pattern = PYTHON_NAMES[profile]
-    found: dict[int, Any] = {}
+    named = []
     for name, module in list(sys.modules.items()):
         if not name.startswith("torch") or not isinstance(module, types.ModuleType):
             continue
@@ -212,13 +226,9 @@ def python_plan(profile: str) -> tuple[tuple[Any, Any], ...]:
                 # Only functions and classes, whose names are plain attributes: another
                 # object's lookup could run code (torch.backends.cuda's asks for a device).
                 kind = type(candidate)
-                plain = kind is types.FunctionType or issubclass(kind, type)
-                if plain and pattern.search(candidate.__name__):
-                    for function in _functions_of(candidate):
-                        # PyTorch's own code only (a class's helpers from typing are not)
-                        if str(function.__module__).startswith("torch"):
-                            found[id(function)] = function
-    return tuple((f, _raiser_code(f)) for f in found.values())
+                if kind is types.FunctionType or issubclass(kind, type):
+                    named.append(candidate)
+    return tuple(named)
 
 
 def load_family() -> None:
