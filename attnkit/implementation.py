@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .adapters import ADAPTERS
-from .student_process.recorder import Recorder
+from .student_process.recorder import HOOKS, Recorder, torch_loaded
 from .student_process.withheld import WITHHELD_TYPE, KernelWithheld
 
 MESSAGE_CHARS = 100
@@ -61,8 +61,11 @@ def recorded_caller() -> Callable[..., dict[str, Any]]:
     changes nothing it calls. (Code that digs out the worker's own objects can still
     forge what the worker reports; the scan notes such digging for the instructor.)"""
     recorder_class = type("Recorder", (Recorder,), {
-        k: v for k, v in vars(Recorder).items() if not k.startswith("__") or callable(v)
+        k: v for k, v in vars(Recorder).items()
+        if (not k.startswith("__") or callable(v)) and k != HOOKS  # hook classes of its own
     })  # fmt: skip
+    if torch_loaded():
+        recorder_class.hook_classes()
     adapters = dict(ADAPTERS)
 
     def call(

@@ -167,10 +167,14 @@ def canary_running() -> bool:
     return _Canary.running
 
 
-def _torch_loaded() -> bool:
+def torch_loaded() -> bool:
     import sys
 
     return "torch" in sys.modules
+
+
+HOOKS = "_hooks"
+"""Where a recorder class keeps its two hook classes (see Recorder.hook_classes)."""
 
 
 class Recorder:
@@ -223,16 +227,44 @@ class Recorder:
         return verdict
 
     def __enter__(self) -> Recorder:
-        if not (self.kernels or self.functions) or not _torch_loaded():
+        if not (self.kernels or self.functions) or not torch_loaded():
             return self
+        functions, kernels = type(self).hook_classes()
+        for mode in (functions(self), kernels(self)):
+            try:
+                mode.__enter__()
+            except BaseException:  # take off what was pushed: no hook outlives the recorder
+                self.__exit__()
+                raise
+            self._modes.append(mode)
+        self._watching = True
+        return self
+
+    @classmethod
+    def hook_classes(cls) -> tuple[Any, Any]:
+        """The two hook classes of this recorder class, made at its first use (PyTorch must
+        be loaded). Made per call, they cost 50 us a call and left two classes for the
+        collector each time. A copy of the class (implementation.recorded_caller) makes its
+        own when it is made: no module names them, and no code run later made them."""
+        hooks = cls.__dict__.get(HOOKS)
+        if hooks is None:
+            hooks = cls._make_hook_classes()
+            type.__setattr__(cls, HOOKS, hooks)
+        return hooks
+
+    @staticmethod
+    def _make_hook_classes() -> tuple[Any, Any]:
         import torch
         from torch.overrides import TorchFunctionMode
         from torch.utils._python_dispatch import TorchDispatchMode
 
-        recorder = self
-
         class Functions(TorchFunctionMode):
+            def __init__(self, recorder: Recorder) -> None:
+                super().__init__()
+                self.recorder = recorder
+
             def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                recorder = self.recorder
                 recorder.check_types(types)
                 name = recorder.functions.get(func)
                 if recorder._in_canary:
@@ -242,6 +274,10 @@ class Recorder:
                 return func(*args, **(kwargs or {}))
 
         class Kernels(TorchDispatchMode):
+            def __init__(self, recorder: Recorder) -> None:
+                super().__init__()
+                self.recorder = recorder
+
             @classmethod
             def _should_skip_dynamo(cls) -> bool:
                 # PyTorch would wrap __torch_dispatch__ to keep torch.compile out of it,
@@ -250,6 +286,7 @@ class Recorder:
                 return False
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                recorder = self.recorder
                 recorder.check_types(types)
                 softmax, forbidden = recorder.kernel_verdict(func)
                 if recorder._in_canary:
@@ -262,15 +299,7 @@ class Recorder:
                     recorder.used.setdefault(f"{forbidden}, PyTorch's kernel{_where()}")
                 return func(*args, **(kwargs or {}))
 
-        for mode in (Functions(), Kernels()):
-            try:
-                mode.__enter__()
-            except BaseException:  # take off what was pushed: no hook outlives the recorder
-                self.__exit__()
-                raise
-            self._modes.append(mode)
-        self._watching = True
-        return self
+        return Functions, Kernels
 
     def __exit__(self, *exc: object) -> None:
         for mode in reversed(self._modes):
