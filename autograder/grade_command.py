@@ -8,16 +8,19 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attnkit.errors import KitError
 from attnkit.terminal import one_line, raw
 
 from . import discovery, late, per_student, results, run_manifest, shards
 from .discovery import Submission
-from .pipeline import GradeSettings
+from .grader_server import start_grader_server
 from .shards import Shard
-from .supervisor import RunOutcome, grade_all, start_grader_server
+
+if TYPE_CHECKING:
+    from .pipeline import GradeSettings
+    from .supervisor import RunOutcome
 
 
 def add_parser(commands: Any) -> None:
@@ -160,6 +163,9 @@ def find_submissions(args: argparse.Namespace) -> list[Submission]:
 
 
 def settings_of(args: argparse.Namespace) -> GradeSettings:
+    # Loaded here, not with this module: `attnkit grade` starts the graders' server first.
+    from .pipeline import GradeSettings
+
     secret = per_student.resolve(args)
     options = run_manifest.options_of(args)
     return GradeSettings(
@@ -243,6 +249,8 @@ def grade_into(
     progress = tqdm(
         total=len(todo), unit="submission", desc="grading", disable=None, file=raw(sys.stderr)
     )
+    from .supervisor import grade_all
+
     with progress as bar:
         outcome = grade_all(todo, args.out, settings, args.jobs, progress=bar.update)
     absent = results.missing(submissions, args.out, settings.stamp)

@@ -1,24 +1,37 @@
-"""What the graders' server loads before it forks any grader (see supervisor.grader_context).
+"""The graders' server: one process that loads PyTorch and the grading pipeline once
+(:mod:`.grader_preload`), then forks every grader of the run (see supervisor.Supervisor).
 
-Importing PyTorch and the grading pipeline makes a quarter of a million objects, and Python's
-collector, left on, walks all of them several times on the way (about 0.3 s, on the one core
-that every grader waits for). It is off during the imports, then ``gc.freeze`` moves what
-they made out of its reach for good (Python's own recipe for a server that forks), so that
-no grader walks those objects again, or copies their pages by writing to their headers. The
-garbage the imports left (about a third of those objects) is frozen with them rather than
-collected first: that collection would cost every grader's start another 0.1 s, and the
-memory is the server's, shared by every grader it forks.
+This module loads nothing heavy itself: ``attnkit grade`` starts the server before it
+imports the pipeline, so the server's seconds of loading begin as early as they can.
 """
 
 from __future__ import annotations
 
-import gc
+import contextlib
+import multiprocessing
+import os
+from typing import Any
 
-gc.disable()
-try:
-    import torch  # noqa: F401
+GRADER_PRELOAD = ["attnkit_autograder.grader_preload"]
 
-    import attnkit_autograder.pipeline  # noqa: F401
-finally:
-    gc.freeze()
-    gc.enable()
+
+def grader_context() -> Any:
+    """The multiprocessing context graders are forked from: one server that has loaded what
+    every grader needs (see Supervisor)."""
+    # The graders compare small arrays: NumPy's BLAS threads would only spin beside them
+    # (about 0.1 s of a core for each process that loads NumPy). Read when NumPy loads, so
+    # this holds for the server, every grader, and this process's own reports.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(GRADER_PRELOAD)
+    return context
+
+
+def start_grader_server() -> None:
+    """Start the graders' server now, without waiting: it loads PyTorch (seconds, on one
+    core) while this process finds the submissions and checks the sandbox on the other."""
+    from multiprocessing import forkserver
+
+    grader_context()
+    with contextlib.suppress(OSError, ValueError):  # the first grader starts it otherwise
+        forkserver.ensure_running()

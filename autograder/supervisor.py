@@ -30,6 +30,7 @@ from attnkit.assignments import ASSIGNMENTS
 from attnkit.outcome import TIMEOUT
 
 from .discovery import Submission
+from .grader_server import grader_context
 from .pipeline import GradeSettings, grade_safely
 from .records import error_record, identified
 from .results import already_graded, deliver, result_path
@@ -356,31 +357,6 @@ def stop(process: Any) -> None:
     if process.is_alive():
         process.kill()
         process.join(timeout=10)
-
-
-GRADER_PRELOAD = ["attnkit_autograder.grader_server"]
-
-
-def grader_context() -> Any:
-    """The multiprocessing context graders are forked from: one server that has loaded what
-    every grader needs (see Supervisor)."""
-    # The graders compare small arrays: NumPy's BLAS threads would only spin beside them
-    # (about 0.1 s of a core for each process that loads NumPy). Read when NumPy loads, so
-    # this holds for the server, every grader, and this process's own reports.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(GRADER_PRELOAD)
-    return context
-
-
-def start_grader_server() -> None:
-    """Start the graders' server now, without waiting: it loads PyTorch (seconds, on one
-    core) while this process finds the submissions and checks the sandbox on the other."""
-    from multiprocessing import forkserver
-
-    grader_context()
-    with contextlib.suppress(OSError, ValueError):  # the first grader starts it otherwise
-        forkserver.ensure_running()
 
 
 def grade_all(

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from attnkit_autograder import pipeline, results, supervisor
+from attnkit_autograder import grader_server, pipeline, results, supervisor
 from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
 from attnkit_autograder.discovery import Submission
 from attnkit_autograder.pipeline import GradeSettings
@@ -228,7 +228,7 @@ def grader_state(number: int, tasks: Any, results: Any, settings: GradeSettings)
 def test_graders_start_with_the_collector_on_and_the_servers_objects_frozen(tmp_path) -> None:
     """The server loads PyTorch with the collector off, then freezes what it loaded: a grader
     collects as usual, without walking those objects again; NumPy's BLAS keeps to one thread."""
-    supervisor.start_grader_server()
+    grader_server.start_grader_server()
     todo = fake_class(tmp_path / "class", ["ada"])
     assert grade_all(todo, tmp_path / "out", FAST, jobs=1, grader=grader_state).graded == 1
     state = json.loads(todo[0].path.with_suffix(".state").read_text())
