@@ -196,3 +196,39 @@ def visible_mistakes() -> set[tuple[str, str, str]]:
         ):
             seen.add((mistake.assignment, mistake.exercise, mistake.id))
     return seen
+
+
+def test_a_grader_names_the_same_mistakes_from_its_memory_of_replays(tmp_path, monkeypatch) -> None:
+    """The replays a grader remembers across submissions (catalogue.Replays) name exactly
+    what fresh replays name, and a submission asked the same calls replays nothing."""
+    from attnkit_autograder import catalogue
+
+    picked = [c for c in cases() if c.slug == "02_self_attention"][:6]
+    assert picked, "the corpus has lesson-2 mistakes"
+    recorded = []
+    for case in picked:
+        namespace = namespace_of(case, tmp_path)
+        recorder = RecordingImplementation(LocalImplementation(namespace, case.name))
+        with quiet():
+            tests = score_cells(
+                case.slug, run_suite(recorder, case.slug, reference_implementation(case.slug))
+            )
+        recorded.append((case.slug, tests, recorder.calls))
+
+    def names() -> list[Any]:
+        found = []
+        for slug, tests, calls in recorded:
+            fresh = [dict(test) for test in tests]
+            with quiet():
+                explain_failures(slug, fresh, calls)
+            found.append([t.get("diagnosis") for t in fresh])
+        return found
+
+    monkeypatch.setattr(catalogue.Replays, "_answers", {})
+    monkeypatch.setattr(catalogue.Replays, "_programs", {})
+    cold = names()
+    assert any(any(d is not None for d in case) for case in cold)
+    replayed = []
+    monkeypatch.setattr(catalogue, "replay", lambda ns, call: replayed.append(call) or None)
+    assert names() == cold
+    assert replayed == []
