@@ -17,6 +17,7 @@ from . import discovery, late, per_student, results, run_manifest, shards
 from .discovery import Submission
 from .grader_server import start_grader_server
 from .shards import Shard
+from .submission_file import Refused, read_submission_file
 
 if TYPE_CHECKING:
     from .pipeline import GradeSettings
@@ -219,13 +220,18 @@ def choose_isolation(args: argparse.Namespace, settings: GradeSettings) -> None:
 
 
 def names_matplotlib(submissions: list[Submission]) -> bool:
-    """Whether any of the files names matplotlib (an unreadable one counts as naming it):
-    only then do the sandboxes load it before forking (see GradeSettings.plots)."""
+    """Whether any of the files names matplotlib (or pylab): only then do the sandboxes load
+    it before forking (see GradeSettings.plots). Each file is read as the grader reads it
+    (read_submission_file: no link followed, no pipe waited on, its size capped); one that
+    cannot be read counts as naming it, one that discovery refused is never graded."""
     for submission in submissions:
+        if submission.problem is not None:
+            continue
         try:
-            if b"matplotlib" in submission.path.read_bytes():
-                return True
-        except OSError:
+            data = read_submission_file(submission.path)
+        except Refused:
+            return True
+        if b"matplotlib" in data or b"pylab" in data:
             return True
     return False
 

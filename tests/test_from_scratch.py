@@ -209,3 +209,45 @@ def test_one_honest_failure_leaves_the_next_calls_unharmed() -> None:
     assert shown.returncode == 0, shown.stderr[-2000:]
     seen = json.loads(shown.stdout.strip().splitlines()[-1])
     assert seen == [["ok", None], ["ValueError", None], ["ok", None]]
+
+
+def test_hook_classes_changed_between_calls_are_made_again() -> None:
+    """The recorder keeps its two hook classes across calls; code that finds them
+    (``__subclasses__``) and changes them between calls, by attribute or by code, gets
+    fresh ones at the next call: the forbidden call is still seen."""
+    import numpy as np
+    import torch
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from attnkit.implementation import recorded_caller
+
+    call = recorded_caller()
+    namespace = {"f": lambda x: torch.softmax(torch.as_tensor(x), -1).numpy()}
+    request = {"name": "f", "args": [np.ones((2, 3), dtype=np.float32)]}
+
+    def seen() -> list[str]:
+        result = call(namespace, "call_function", ("torch.softmax",), request)
+        assert "forbidden_unverified" not in result
+        return result["forbidden_used"]
+
+    def silent(self, func, types, args=(), kwargs=None):  # counts canaries, hides the rest
+        recorder = self.recorder
+        if recorder._in_canary:
+            recorder.canaries["function"] += func is recorder._in_canary
+            recorder.canaries["kernel"] += 1
+        return func(*args, **(kwargs or {}))
+
+    expected = ["torch.softmax", "aten._softmax, PyTorch's kernel"]
+    assert seen() == expected
+    hooks = [*TorchFunctionMode.__subclasses__(), *TorchDispatchMode.__subclasses__()]
+    for hook in hooks:
+        if hook.__name__ in ("Functions", "Kernels"):
+            hook.__torch_function__ = hook.__torch_dispatch__ = silent
+    assert seen() == expected
+    swapped = 0
+    for hook in TorchFunctionMode.__subclasses__():
+        if hook.__name__ == "Functions" and "__torch_function__" in vars(hook):
+            vars(hook)["__torch_function__"].__code__ = silent.__code__
+            swapped += 1
+    assert swapped and seen() == expected

@@ -4,6 +4,7 @@ of 300 with broken files mixed in, SIGKILL and resume, concurrent runs, graders 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import signal
@@ -208,7 +209,6 @@ def plant_broken(folder: Path, elsewhere: Path) -> None:
     (folder / "emptyfolder").mkdir()
 
 
-@pytest.mark.slow
 def grader_state(number: int, tasks: Any, results: Any, settings: GradeSettings) -> None:
     """Writes, beside the one submission, what a grader inherits from the server."""
     import gc
@@ -225,6 +225,7 @@ def grader_state(number: int, tasks: Any, results: Any, settings: GradeSettings)
         results.send((outcome, number, index, detail))
 
 
+@pytest.mark.slow
 def test_graders_start_with_the_collector_on_and_the_servers_objects_frozen(tmp_path) -> None:
     """The server loads PyTorch with the collector off, then freezes what it loaded: a grader
     collects as usual, without walking those objects again; NumPy's BLAS keeps to one thread."""
@@ -235,6 +236,7 @@ def test_graders_start_with_the_collector_on_and_the_servers_objects_frozen(tmp_
     assert state == [True, True, "1"]
 
 
+@pytest.mark.slow
 def test_a_class_of_300_with_10_broken_files_is_all_accounted_for(tmp_path: Path) -> None:
     """20 notebooks graded for real, 270 cheap .py files the grader finds empty, 10 broken."""
     subs = tmp_path / "subs"
@@ -424,10 +426,21 @@ def test_a_worker_killed_from_outside_is_regraded_once(tmp_path: Path, monkeypat
 def test_the_sandboxes_load_matplotlib_only_when_a_submission_names_it(tmp_path: Path) -> None:
     from attnkit_autograder.grade_command import names_matplotlib
 
-    quiet, plotting, gone = fake_class(tmp_path, ["quiet", "plotting", "gone"])
+    quiet, plotting, gone, pipe, link, refused = fake_class(
+        tmp_path, ["quiet", "plotting", "gone", "pipe", "link", "refused"]
+    )
     quiet.path.write_text("import torch\nx = torch.ones(2)\n")
     plotting.path.write_text("import matplotlib.pyplot as plt\n")
     assert not names_matplotlib([quiet])
     assert names_matplotlib([quiet, plotting])
     # A file that cannot be read counts as naming it: the sandbox is then as it always was.
+    # It is read as the grader reads it: a pipe is not waited on, a link is not followed.
     assert names_matplotlib([quiet, gone])
+    os.mkfifo(pipe.path)
+    os.symlink("/dev/zero", link.path)
+    started = time.monotonic()
+    assert names_matplotlib([quiet, pipe]) and names_matplotlib([quiet, link])
+    assert time.monotonic() - started < 5
+    # A file discovery refused is never graded, whatever it holds.
+    refused.path.write_text("import matplotlib\n")
+    assert not names_matplotlib([quiet, dataclasses.replace(refused, problem="refused")])

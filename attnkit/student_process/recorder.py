@@ -243,14 +243,36 @@ class Recorder:
     @classmethod
     def hook_classes(cls) -> tuple[Any, Any]:
         """The two hook classes of this recorder class, made at its first use (PyTorch must
-        be loaded). Made per call, they cost 50 us a call and left two classes for the
-        collector each time. A copy of the class (implementation.recorded_caller) makes its
-        own when it is made: no module names them, and no code run later made them."""
-        hooks = cls.__dict__.get(HOOKS)
-        if hooks is None:
-            hooks = cls._make_hook_classes()
-            type.__setattr__(cls, HOOKS, hooks)
-        return hooks
+        be loaded), and made again whenever they are no longer as made.
+
+        Made per call, they cost 50 us a call and left two classes for the collector each
+        time. Kept, they can be found (``TorchFunctionMode.__subclasses__()``) and changed
+        between calls: so each use first checks that each class holds exactly what it was
+        made with (the same attributes, the same functions, the same code), and a changed
+        one is replaced, as a class made for the call would have been. A copy of the class
+        (implementation.recorded_caller) makes its own when it is made, before any student
+        code runs."""
+        made = cls.__dict__.get(HOOKS)
+        if made is None or not cls._as_made(made):
+            classes = cls._make_hook_classes()
+            made = tuple((c, c.__bases__, dict(vars(c)), cls._codes(c)) for c in classes)
+            type.__setattr__(cls, HOOKS, made)
+        return made[0][0], made[1][0]
+
+    @staticmethod
+    def _codes(hook: Any) -> dict[str, Any]:
+        """The code of each function ``hook`` defines (a classmethod's too)."""
+        functions = {n: getattr(v, "__func__", v) for n, v in vars(hook).items()}
+        return {n: f.__code__ for n, f in functions.items() if hasattr(f, "__code__")}
+
+    @classmethod
+    def _as_made(cls, made: Any) -> bool:
+        for hook, bases, attributes, codes in made:
+            if hook.__bases__ != bases or dict(vars(hook)) != attributes:
+                return False
+            if cls._codes(hook) != codes:  # a function's __code__ swapped in place
+                return False
+        return True
 
     @staticmethod
     def _make_hook_classes() -> tuple[Any, Any]:
