@@ -17,7 +17,7 @@ from . import discovery, late, per_student, results, run_manifest, shards
 from .discovery import Submission
 from .grader_server import start_grader_server
 from .shards import Shard
-from .submission_file import Refused, read_submission_file
+from .submission_file import MAX_SUBMISSION_BYTES, Refused, read_submission_file
 
 if TYPE_CHECKING:
     from .pipeline import GradeSettings
@@ -222,15 +222,18 @@ def choose_isolation(args: argparse.Namespace, settings: GradeSettings) -> None:
 def names_matplotlib(submissions: list[Submission]) -> bool:
     """Whether any of the files names matplotlib (or pylab): only then do the sandboxes load
     it before forking (see GradeSettings.plots). Each file is read as the grader reads it
-    (read_submission_file: no link followed, no pipe waited on, its size capped); one that
-    cannot be read counts as naming it, one that discovery refused is never graded."""
+    (read_submission_file: no link followed, no pipe waited on), if it is no bigger than a
+    submission's code may be; one that is bigger or cannot be read counts as naming it, one
+    that discovery refused is never graded."""
     for submission in submissions:
         if submission.problem is not None:
             continue
         try:
+            if os.lstat(submission.path).st_size > MAX_SUBMISSION_BYTES:
+                return True  # too big to read through here: the sandboxes load it
             data = read_submission_file(submission.path)
-        except Refused:
-            return True
+        except (Refused, OSError, ValueError, MemoryError):
+            return True  # the verdict only changes how fast: the sandboxes load it
         if b"matplotlib" in data or b"pylab" in data:
             return True
     return False

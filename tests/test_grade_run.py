@@ -425,6 +425,7 @@ def test_a_worker_killed_from_outside_is_regraded_once(tmp_path: Path, monkeypat
 
 def test_the_sandboxes_load_matplotlib_only_when_a_submission_names_it(tmp_path: Path) -> None:
     from attnkit_autograder.grade_command import names_matplotlib
+    from attnkit_autograder.submission_file import MAX_SUBMISSION_BYTES
 
     quiet, plotting, gone, pipe, link, refused = fake_class(
         tmp_path, ["quiet", "plotting", "gone", "pipe", "link", "refused"]
@@ -441,6 +442,13 @@ def test_the_sandboxes_load_matplotlib_only_when_a_submission_names_it(tmp_path:
     started = time.monotonic()
     assert names_matplotlib([quiet, pipe]) and names_matplotlib([quiet, link])
     assert time.monotonic() - started < 5
+    # A file bigger than a submission's code may be is not read here; nor is one that fails.
+    big = dataclasses.replace(quiet, path=tmp_path / "big.ipynb")
+    with open(big.path, "wb") as handle:
+        handle.truncate(MAX_SUBMISSION_BYTES + 1)
+    assert names_matplotlib([quiet, big])
+    memory = dataclasses.replace(quiet, path=Path("/proc/self/mem"))
+    assert names_matplotlib([quiet, memory])
     # A file discovery refused is never graded, whatever it holds.
     refused.path.write_text("import matplotlib\n")
     assert not names_matplotlib([quiet, dataclasses.replace(refused, problem="refused")])

@@ -248,29 +248,38 @@ class Recorder:
         Made per call, they cost 50 us a call and left two classes for the collector each
         time. Kept, they can be found (``TorchFunctionMode.__subclasses__()``) and changed
         between calls: so each use first checks that each class holds exactly what it was
-        made with (the same attributes, the same functions, the same code), and a changed
-        one is replaced, as a class made for the call would have been. A copy of the class
+        made with (the very same objects: attributes, bases, functions, their code, defaults
+        and closures), and a changed one is replaced, as a class made for the call would
+        have been. A copy of the class
         (implementation.recorded_caller) makes its own when it is made, before any student
         code runs."""
         made = cls.__dict__.get(HOOKS)
         if made is None or not cls._as_made(made):
             classes = cls._make_hook_classes()
-            made = tuple((c, c.__bases__, dict(vars(c)), cls._codes(c)) for c in classes)
+            made = tuple((c, cls._parts(c)) for c in classes)
             type.__setattr__(cls, HOOKS, made)
         return made[0][0], made[1][0]
 
     @staticmethod
-    def _codes(hook: Any) -> dict[str, Any]:
-        """The code of each function ``hook`` defines (a classmethod's too)."""
-        functions = {n: getattr(v, "__func__", v) for n, v in vars(hook).items()}
-        return {n: f.__code__ for n, f in functions.items() if hasattr(f, "__code__")}
+    def _parts(hook: Any) -> tuple[Any, ...]:
+        """Everything ``hook`` runs with, each to be compared by identity: its metaclass and
+        bases, each attribute, and for each function (a classmethod's too) its code,
+        defaults and the contents of its closure's cells."""
+        parts: list[Any] = [type(hook), *hook.__bases__, len(vars(hook))]
+        for name, value in vars(hook).items():
+            parts += [name, value]
+            function = getattr(value, "__func__", value)
+            if callable(function) and hasattr(function, "__code__"):
+                parts += [function, function.__code__, function.__defaults__]
+                parts += [function.__kwdefaults__, len(function.__closure__ or ())]
+                parts += [cell.cell_contents for cell in function.__closure__ or ()]
+        return tuple(parts)
 
     @classmethod
     def _as_made(cls, made: Any) -> bool:
-        for hook, bases, attributes, codes in made:
-            if hook.__bases__ != bases or dict(vars(hook)) != attributes:
-                return False
-            if cls._codes(hook) != codes:  # a function's __code__ swapped in place
+        for hook, parts in made:
+            now = cls._parts(hook)
+            if len(now) != len(parts) or any(a is not b for a, b in zip(now, parts, strict=True)):
                 return False
         return True
 
