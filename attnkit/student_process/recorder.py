@@ -250,9 +250,8 @@ class Recorder:
         between calls: so each use first checks that each class holds exactly what it was
         made with (the very same objects: attributes, bases, functions, their code, defaults
         and closures), and a changed one is replaced, as a class made for the call would
-        have been. A copy of the class
-        (implementation.recorded_caller) makes its own when it is made, before any student
-        code runs."""
+        have been. A copy of the class (implementation.recorded_caller) makes its own when
+        it is made, before any student code runs."""
         made = cls.__dict__.get(HOOKS)
         if made is None or not cls._as_made(made):
             classes = cls._make_hook_classes()
