@@ -41,7 +41,7 @@ import time
 from typing import Any
 
 from .shared_cells import share
-from .startup import into_huge_pages, preload
+from .startup import frozen_when_loaded, into_huge_pages, preload
 from .worker import SCRATCH_MOUNTS, Worker, confine, set_not_dumpable, write_frame
 
 
@@ -311,17 +311,10 @@ def zygote(
     children: dict[int, int] = {}  # worker pid -> its CPU limit
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.setdefault("MPLBACKEND", "Agg")
-    # The collector is off while the imports make their quarter of a million objects (left
-    # on, it walks them all several times: 0.3 to 0.4 s of each sandbox's start-up).
-    gc.disable()
-    preload(plots)
-    # Move everything loaded so far out of the collector's reach: otherwise each worker's
-    # first collections write to every object's header, copying the zygote's pages. What
-    # the imports left as garbage is frozen too, uncollected (Python's recipe for a process
-    # that forks): collecting it first cost every sandbox's start 0.12 to 0.16 s, for
-    # memory every worker shares.
-    gc.freeze()
-    gc.enable()
+    # Everything loaded here is out of the collector's reach: otherwise each worker's first
+    # collections would write to every object's header, copying the zygote's pages.
+    with frozen_when_loaded():
+        preload(plots)
     set_not_dumpable()
     # What the imports above left in /tmp (IPython's and matplotlib's folders) goes, so the
     # first worker starts from the same state as every worker after a reset.
