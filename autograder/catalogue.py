@@ -136,13 +136,19 @@ def compile_body(template: Any, body: str, namespace: dict[str, Any], name: str)
     return globals_[name]
 
 
+def build_program(base: Mapping[str, Any], exercise: str, code: str) -> dict[str, Any] | None:
+    """``base`` with ``exercise`` replaced by the program ``code``; None if it does not build
+    (it does not compile, or ``base`` lacks the exercise)."""
+    try:
+        return build_variant(base, exercise, code)
+    except Exception:
+        return None
+
+
 def variants(base: Mapping[str, Any], mistake: Mistake) -> Iterator[dict[str, Any]]:
     """Every program of the mistake's family built on ``base`` (those that compile)."""
     for code in mistake.programs():
-        try:
-            namespace = build_variant(base, mistake.exercise, code)
-        except Exception:
-            continue
+        namespace = build_program(base, mistake.exercise, code)
         if namespace is not None:
             yield namespace
 
@@ -220,9 +226,5 @@ class Replays:
     def _program(self, code: str) -> dict[str, Any] | None:
         built = (self.held, self.exercise, code)
         if built not in Replays._programs:
-            try:
-                namespace = build_variant(self.base, self.exercise, code)
-            except Exception:
-                namespace = None
-            Replays._programs[built] = namespace
+            Replays._programs[built] = build_program(self.base, self.exercise, code)
         return Replays._programs[built]
