@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from attnkit_autograder import grader_server, pipeline, results, supervisor
 from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
@@ -452,3 +454,21 @@ def test_the_sandboxes_load_matplotlib_only_when_a_submission_names_it(tmp_path:
     # A file discovery refused is never graded, whatever it holds.
     refused.path.write_text("import matplotlib\n")
     assert not names_matplotlib([quiet, dataclasses.replace(refused, problem="refused")])
+
+
+@given(data=st.binary(max_size=256), name=st.sampled_from(["matplotlib", "pylab", "plt"]))
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_the_matplotlib_check_is_total_and_reads_only_the_names(
+    tmp_path: Path, data: bytes, name: str
+) -> None:
+    """Any bytes at all: a verdict, never an exception, and the verdict is whether the file
+    names matplotlib or pylab."""
+    from attnkit_autograder.grade_command import names_matplotlib
+
+    (student,) = fake_class(tmp_path, ["any"])
+    for content in (data, data + name.encode() + data):
+        student.path.write_bytes(content)
+        expected = b"matplotlib" in content or b"pylab" in content
+        assert names_matplotlib([student]) is expected
