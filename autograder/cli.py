@@ -18,7 +18,10 @@ from typing import Any
 
 from attnkit.errors import KitError
 
-from . import class_report, grade_command, lms_export, merge, per_student, regrade, slurm
+from .classes import grade as grade_command
+from .classes import merge, regrade
+from .grading import per_student
+from .platforms import class_report, lms_export, slurm
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 """The kit's checkout (a clone holds assignments/, README.md and pyproject.toml here)."""
@@ -26,12 +29,12 @@ KIT_ROOT = Path(__file__).resolve().parent.parent
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """Regenerate the student notebooks in assignments/ with nbgrader (instructors)."""
-    from . import command_reference as reference
-    from . import course, expected_values, fingerprints, registry
+    from .authoring import command_reference as reference
+    from .authoring import expected_values, fingerprints, registry, released
 
     if args.check:
         stale_registry = registry.stale()
-        problems = stale_registry + course.released_differences(args.out)
+        problems = stale_registry + released.released_differences(args.out)
         # The visible checks name their exercises in the registry: with a stale one they
         # cannot load, so the fingerprints wait until it is regenerated.
         problems += [] if stale_registry else fingerprints.stale() + expected_values.stale()
@@ -43,7 +46,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
             return 1
         print(f"{args.out} matches the source notebooks")
         return 0
-    for path in [*registry.write(), *course.generate_released(args.out)]:
+    for path in [*registry.write(), *released.generate_released(args.out)]:
         print(f"wrote {path}")
     print(f"wrote {expected_values.write()}")
     print(f"wrote {fingerprints.write_fingerprints()}")
@@ -56,7 +59,7 @@ def cmd_gradescope(args: argparse.Namespace) -> int:
     """Build a Gradescope autograder zip for one assignment."""
     from attnkit.assignments import get_assignment
 
-    from . import gradescope
+    from .platforms import gradescope
 
     try:
         slug = get_assignment(args.assignment).slug
@@ -80,7 +83,7 @@ def cmd_gradescope(args: argparse.Namespace) -> int:
 
 def cmd_release(args: argparse.Namespace) -> int:
     """Build the student bundle and prove it holds no solution or hidden test."""
-    from . import bundle
+    from .platforms import bundle
 
     kit_root = KIT_ROOT
     path = bundle.build_bundle(args.zip, kit_root, kit_root / "assignments")
@@ -96,7 +99,7 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 def cmd_course_init(args: argparse.Namespace) -> int:
     """Create a working nbgrader course from the kit."""
-    from . import course
+    from .platforms import course
 
     slugs = course.init_course(args.dir.resolve())
     print(
@@ -118,7 +121,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Build a small class of submissions and grade it, to show what the kit does."""
     from attnkit.assignments import get_assignment
 
-    from . import demo
+    from .platforms import demo
 
     try:
         slug = get_assignment(args.lesson).slug

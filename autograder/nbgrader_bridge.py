@@ -23,7 +23,7 @@ from typing import Any
 
 from attnkit.implementation import LocalImplementation
 
-from .harness import PASSED, reference_implementation, run_suite
+from .grading.harness import PASSED, reference_implementation, run_suite
 
 
 def run_hidden_tests(slug: str, grade_id: str, namespace: dict[str, Any]) -> None:

@@ -10,14 +10,14 @@ import pytest
 from attnkit import cli
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.selfcheck.runner import visible_checks
-from attnkit_autograder.corpus import (
+from attnkit_autograder.authoring.corpus import (
     fill_notebook,
     load_mistakes,
     released_notebook,
     write_notebook,
 )
-from attnkit_autograder.harness import reference_implementation, run_suite
-from attnkit_autograder.rubric import load_rubric, source_notebook
+from attnkit_autograder.grading.harness import reference_implementation, run_suite
+from attnkit_autograder.lessons.rubric import load_rubric, source_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS_DIR = ROOT / "assignments"
@@ -30,7 +30,7 @@ def cells(path: Path) -> list[dict]:
 
 @pytest.mark.slow
 def test_released_notebooks_are_exactly_what_nbgrader_generates() -> None:
-    from attnkit_autograder.course import released_differences
+    from attnkit_autograder.authoring.released import released_differences
 
     assert released_differences(ASSIGNMENTS_DIR) == []
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from attnkit_autograder.bwrap import find_bubblewrap
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.sandbox.bwrap import find_bubblewrap
 
 ROOT = Path(__file__).resolve().parents[1]
 

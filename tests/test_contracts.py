@@ -19,7 +19,7 @@ import pytest
 from attnkit.assignments import ASSIGNMENTS
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ROOT / "autograder" / "suites"
+SUITES = ROOT / "autograder" / "lessons" / "suites"
 
 
 def normal(text: str) -> str:

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-from attnkit_autograder.course import collected_identity, run_nbgrader, write_course_skeleton
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.authoring.released import run_nbgrader, write_course_skeleton
+from attnkit_autograder.platforms.course import collected_identity
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUG = "02_self_attention"

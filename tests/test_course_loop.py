@@ -13,15 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from attnkit_autograder.catalogue import mistakes_for
-from attnkit_autograder.corpus import (
+from attnkit_autograder.authoring.corpus import (
     add_cell,
     fill_notebook,
     reference_body,
     released_notebook,
     write_notebook,
 )
-from attnkit_autograder.course import init_course, run_nbgrader, scripts_on_path
+from attnkit_autograder.authoring.released import run_nbgrader, scripts_on_path
+from attnkit_autograder.grading.catalogue import mistakes_for
+from attnkit_autograder.platforms.course import init_course
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUG = "01_numpy_attention"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from attnkit.errors import KitError
-from attnkit_autograder.demo import CLASS, MARKER, SLUG, prepare_out
-from attnkit_autograder.results import storage_name
+from attnkit_autograder.classes.results import storage_name
+from attnkit_autograder.platforms.demo import CLASS, MARKER, SLUG, prepare_out
 
 
 @pytest.mark.slow

@@ -13,12 +13,12 @@ from attnkit.assignments import ASSIGNMENTS
 from attnkit.implementation import LocalImplementation
 from attnkit.notebook_code import load_definitions
 from attnkit.selfcheck import run_exercise
-from attnkit_autograder.catalogue import load_mistakes
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-from attnkit_autograder.discovery import discover
-from attnkit_autograder.pipeline import GradeSettings
-from attnkit_autograder.results import result_paths, write_gradebook
-from attnkit_autograder.supervisor import grade_all
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.classes.discovery import discover
+from attnkit_autograder.classes.results import result_paths, write_gradebook
+from attnkit_autograder.classes.supervisor import grade_all
+from attnkit_autograder.grading.catalogue import load_mistakes
+from attnkit_autograder.grading.pipeline import GradeSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 MISTAKES = load_mistakes()

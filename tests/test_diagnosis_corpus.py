@@ -1,6 +1,6 @@
 """The diagnosis on an independent corpus: buggy answers written apart from the catalogue.
 
-``tests/corpus/mistakes/`` holds one submission per file (see attnkit_autograder.corpus):
+``tests/corpus/mistakes/`` holds one submission per file (see attnkit_autograder.authoring.corpus):
 every catalogued mistake written at least once in a style unlike the catalogue's code,
 realistic mistakes the catalogue does not hold, and correct answers in unusual styles.
 Both the grader's diagnosis and the notebook self-check are measured, and the rates are
@@ -35,11 +35,11 @@ from attnkit.diagnosis import (
 from attnkit.implementation import LocalImplementation
 from attnkit.notebook_code import load_definitions
 from attnkit.selfcheck import run_exercise
-from attnkit_autograder.catalogue import load_mistakes
-from attnkit_autograder.corpus import CorpusCase, case_notebook, read_case, write_notebook
-from attnkit_autograder.explain import explain_failures
-from attnkit_autograder.harness import reference_implementation, run_suite
-from attnkit_autograder.scoring import score_cells
+from attnkit_autograder.authoring.corpus import CorpusCase, case_notebook, read_case, write_notebook
+from attnkit_autograder.grading.catalogue import load_mistakes
+from attnkit_autograder.grading.explain import explain_failures
+from attnkit_autograder.grading.harness import reference_implementation, run_suite
+from attnkit_autograder.grading.scoring import score_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = sorted((ROOT / "tests" / "corpus" / "mistakes").glob("*.py"))
@@ -201,7 +201,7 @@ def visible_mistakes() -> set[tuple[str, str, str]]:
 def test_a_grader_names_the_same_mistakes_from_its_memory_of_replays(tmp_path, monkeypatch) -> None:
     """The replays a grader remembers across submissions (catalogue.Replays) name exactly
     what fresh replays name, and a submission asked the same calls replays nothing."""
-    from attnkit_autograder import catalogue
+    from attnkit_autograder.grading import catalogue
 
     picked = [c for c in cases() if c.slug == "02_self_attention"][:6]
     assert picked, "the corpus has lesson-2 mistakes"

@@ -11,16 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from attnkit_autograder import pipeline, results
-from attnkit_autograder.discovery import (
+from attnkit_autograder.classes import results
+from attnkit_autograder.classes.discovery import discover
+from attnkit_autograder.classes.results import (
+    result_path,
+    result_paths,
+    write_atomic,
+    write_gradebook,
+)
+from attnkit_autograder.grading import pipeline
+from attnkit_autograder.grading.records import error_record
+from attnkit_autograder.grading.submission import (
     MAX_SUBMISSION_BYTES,
     Refused,
     Submission,
-    discover,
     read_submission_file,
 )
-from attnkit_autograder.records import error_record
-from attnkit_autograder.results import result_path, result_paths, write_atomic, write_gradebook
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "assignments" / "02_self_attention" / "02_self_attention.ipynb"
@@ -190,7 +196,7 @@ def test_a_name_that_reads_like_anothers_id_never_takes_their_submission(
 
 
 def test_a_file_of_countless_empty_lists_is_refused_before_parsing(tmp_path: Path) -> None:
-    from attnkit_autograder.submission_file import MAX_CONTAINERS
+    from attnkit_autograder.grading.submission import MAX_CONTAINERS
 
     path = tmp_path / f"eve_{SLUG}.ipynb"
     path.write_bytes(b'{"cells": [' + b"[]," * MAX_CONTAINERS + b"[]]}")
@@ -297,7 +303,7 @@ def test_a_marker_a_student_uploads_never_drops_their_folder(tmp_path: Path) -> 
     """A folder with the OUT marker and no notebook is a run's output, passed over (a run
     writes JSON, CSV, HTML and text); one with a notebook too (a student who uploaded a file
     of that name) is never passed over: it is refused with a row that says what to do."""
-    from attnkit_autograder.discovery import OUT_MARKER
+    from attnkit_autograder.classes.discovery import OUT_MARKER
 
     bob = tmp_path / "class" / "bob"
     (bob / "results").mkdir(parents=True)

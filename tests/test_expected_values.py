@@ -12,8 +12,8 @@ import pytest
 
 from attnkit.selfcheck import oracle
 from attnkit.selfcheck.oracle import EXPECTED_VALUES, StaleExpectedValues, expected
-from attnkit_autograder import expected_values
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.authoring import expected_values
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUG = "01_numpy_attention"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from attnkit.notebook_code import python_cells
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-from attnkit_autograder.discovery import Submission
-from attnkit_autograder.pipeline import GradeSettings, grade_submission
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.grading.pipeline import GradeSettings, grade_submission
+from attnkit_autograder.grading.submission import Submission
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,7 @@ import torch
 
 from attnkit.compare import CheckFailed, expect_array
 from attnkit.implementation import LocalImplementation
-from attnkit_autograder.harness import reference_implementation, run_suite
+from attnkit_autograder.grading.harness import reference_implementation, run_suite
 from attnkit_solutions.exercises import reference_namespace
 
 EXPECTED = np.arange(6, dtype=np.float32).reshape(2, 3)

@@ -25,8 +25,8 @@ import builder  # noqa: E402
 import runner  # noqa: E402
 
 from attnkit.assignments import ASSIGNMENTS  # noqa: E402
-from attnkit_autograder.catalogue import load_mistakes  # noqa: E402
-from attnkit_autograder.corpus import fill_notebook, reference_body  # noqa: E402
+from attnkit_autograder.authoring.corpus import fill_notebook, reference_body  # noqa: E402
+from attnkit_autograder.grading.catalogue import load_mistakes  # noqa: E402
 
 FILES = builder.corpus_files()
 MIN_PER_LESSON = 8
@@ -54,7 +54,7 @@ def test_every_lesson_has_enough_submissions(corpus: list[builder.Built]) -> Non
 def test_no_correct_submission_gets_a_note_from_the_scan(corpus: list[builder.Built]) -> None:
     """Notes that call code "reaching into the grader" need evidence: none of these honest
     notebooks (Colab checks, helper modules, their own private attributes) gets one."""
-    from attnkit.scan import tampering
+    from attnkit_autograder.grading.scan import tampering
 
     noted = {
         f"{b.lesson}/{b.name}": [f.what for f in found]
@@ -146,7 +146,7 @@ def test_submission_is_correct(path: Path, tmp_path: Path) -> None:
 
 
 def graded_ids(lesson: str) -> set[str]:
-    from attnkit_autograder.rubric import graded_cells
+    from attnkit_autograder.lessons.rubric import graded_cells
 
     return {cell.grade_id for cell in graded_cells(lesson)}
 
@@ -231,7 +231,7 @@ def test_the_gradescope_path_gives_every_correct_submission_full_marks(
     runs it end to end); what it adds is results.json, which must keep every point."""
     from compare_graders import Outcome
 
-    from attnkit_autograder.gradescope import to_results
+    from attnkit_autograder.platforms.gradescope import to_results
 
     outcomes = {}
     for record in graded_corpus:
@@ -251,8 +251,8 @@ def test_the_nbgrader_gradebook_path_gives_every_correct_submission_full_marks(
     whole (`attnkit grade` on a course pushes exactly these rows)."""
     from compare_graders import gradebook_scores, nbgrader_course, outcomes_from_gradebook
 
-    from attnkit_autograder.course import scripts_on_path
-    from attnkit_autograder.nbgrader_gradebook import push_grades
+    from attnkit_autograder.authoring.released import scripts_on_path
+    from attnkit_autograder.platforms.nbgrader_gradebook import push_grades
 
     course = nbgrader_course(corpus, tmp_path)
     os.environ.update(scripts_on_path())
@@ -298,8 +298,8 @@ def test_a_float64_leak_fails_a_visible_check_and_the_hidden_suite(
 
     from attnkit.implementation import LocalImplementation
     from attnkit.selfcheck import run_exercise
-    from attnkit_autograder.harness import reference_implementation, run_suite
-    from attnkit_autograder.rubric import graded_cells
+    from attnkit_autograder.grading.harness import reference_implementation, run_suite
+    from attnkit_autograder.lessons.rubric import graded_cells
     from attnkit_solutions.exercises import reference_namespace
 
     slug = "01_numpy_attention"
@@ -453,7 +453,11 @@ def with_big_plots(built: builder.Built, megabytes: int) -> dict:
 
 
 def test_saved_outputs_do_not_count_towards_the_size_limit(tmp_path: Path) -> None:
-    from attnkit_autograder.discovery import MAX_SUBMISSION_BYTES, Refused, read_submission_file
+    from attnkit_autograder.grading.submission import (
+        MAX_SUBMISSION_BYTES,
+        Refused,
+        read_submission_file,
+    )
 
     built = builder.build(CORPUS / "01_numpy_attention" / "bilal_loops.py")
     plotted = tmp_path / "plotted.ipynb"
@@ -582,7 +586,7 @@ def with_dropout(slug: str, kind: str) -> dict:
 def test_dropout_is_judged_by_its_contract(slug: str, kind: str) -> None:
     """An honest hand-written, per-head dropout passes; every wrong one fails."""
     from attnkit.implementation import LocalImplementation
-    from attnkit_autograder.harness import reference_implementation, run_suite
+    from attnkit_autograder.grading.harness import reference_implementation, run_suite
 
     cells = {
         "03_causal_attention": {"test_sdpa_masking", "test_causal_attention_dropout"},

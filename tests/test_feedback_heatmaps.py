@@ -19,10 +19,10 @@ import pytest
 from attnkit.diagnosis import quiet
 from attnkit.implementation import LocalImplementation
 from attnkit.notebook_code import load_definitions
-from attnkit_autograder.corpus import case_notebook, read_case, write_notebook
-from attnkit_autograder.feedback import render_heatmaps
-from attnkit_autograder.harness import reference_implementation
-from attnkit_autograder.heatmaps import collect_heatmap
+from attnkit_autograder.authoring.corpus import case_notebook, read_case, write_notebook
+from attnkit_autograder.classes.feedback import render_heatmaps
+from attnkit_autograder.grading.harness import reference_implementation
+from attnkit_autograder.grading.heatmaps import collect_heatmap
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus" / "mistakes"
@@ -143,7 +143,7 @@ def test_a_failing_pipeline_says_why_instead_of_drawing(tmp_path):
 def test_titles_are_captions_and_labels_are_readable(tmp_path):
     """A title as SVG text is clipped at the map's width; as a caption it wraps. Token
     labels are drawn at the body text's size, with room for the longest one."""
-    from attnkit_autograder.feedback import STYLE
+    from attnkit_autograder.classes.feedback import STYLE
 
     slug, impl = student("ok4_mha_styles", tmp_path)
     found = heatmap(slug, impl)

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from conftest import chromium_flags
 
-from attnkit_autograder.catalogue import mistakes_for
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-from attnkit_autograder.discovery import discover
-from attnkit_autograder.feedback import write_feedback
-from attnkit_autograder.pipeline import GradeSettings
-from attnkit_autograder.results import result_paths, storage_name, write_gradebook
-from attnkit_autograder.supervisor import grade_all
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.classes.discovery import discover
+from attnkit_autograder.classes.feedback import write_feedback
+from attnkit_autograder.classes.results import result_paths, storage_name, write_gradebook
+from attnkit_autograder.classes.supervisor import grade_all
+from attnkit_autograder.grading.catalogue import mistakes_for
+from attnkit_autograder.grading.pipeline import GradeSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
@@ -77,7 +77,7 @@ def test_buggy_report_names_the_mistake_escapes_text_and_hides_tests(reports) ->
     page = reports["buggy"].with_suffix(".html").read_text()
     assert MISTAKE.title in page and "Looks like a classic mistake" in page
     assert INJECTION not in page and "&lt;script&gt;" in page
-    suite = (ROOT / "autograder" / "suites" / f"test_{SLUG}.py").read_text()
+    suite = (ROOT / "autograder" / "lessons" / "suites" / f"test_{SLUG}.py").read_text()
     for line in suite.splitlines():
         line = line.strip()
         if len(line) > 30 and not line.startswith(("#", '"""', "from ", "import ")):

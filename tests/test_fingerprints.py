@@ -17,7 +17,12 @@ import pytest
 
 from attnkit.diagnosis import FINGERPRINTS
 from attnkit.student_process.wire import decode, encode
-from attnkit_autograder.fingerprints import equivalent, fingerprint_bytes, stale, write_fingerprints
+from attnkit_autograder.authoring.fingerprints import (
+    equivalent,
+    fingerprint_bytes,
+    stale,
+    write_fingerprints,
+)
 
 
 def perturbed(value: Any, scale: float, only_first: bool = False) -> Any:

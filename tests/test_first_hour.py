@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from attnkit.cli import build_parser
-from attnkit_autograder.results import write_atomic
+from attnkit_autograder.classes.results import write_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,7 +59,7 @@ def test_the_installed_lesson_text_is_readable_like_any_file(tmp_path: Path, mon
 
 
 def test_the_command_reference_is_the_parser(tmp_path: Path) -> None:
-    from attnkit_autograder import command_reference
+    from attnkit_autograder.authoring import command_reference
 
     assert command_reference.stale() == []
     readme = command_reference.PAGE.read_text(encoding="utf-8")
@@ -128,9 +128,9 @@ def test_the_readme_self_check_sample_is_what_the_check_prints(capsys) -> None:
 def test_an_out_folder_inside_the_submissions_is_never_a_student(tmp_path: Path) -> None:
     """The second run over a folder that holds the first run's OUT grades the same class; an
     OUT someone put notebooks into is not graded as a student, and says so in a row."""
-    from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-    from attnkit_autograder.discovery import discover
-    from attnkit_autograder.results import exclusive
+    from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+    from attnkit_autograder.classes.discovery import discover
+    from attnkit_autograder.classes.results import exclusive
 
     slug = "02_self_attention"
     notebook = fill_notebook(released_notebook(slug, ROOT / "assignments"), slug)
@@ -151,8 +151,8 @@ def test_an_out_folder_inside_the_submissions_is_never_a_student(tmp_path: Path)
 def test_a_notebook_of_another_lesson_is_refused_with_the_reason(tmp_path: Path) -> None:
     """A lesson-1 notebook handed in as lesson 2: its own metadata says which lesson it is,
     so the row says so (and what to do) instead of a page of wrong-keyword failures."""
-    from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-    from attnkit_autograder.discovery import discover
+    from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+    from attnkit_autograder.classes.discovery import discover
 
     lesson_1 = fill_notebook(
         released_notebook("01_numpy_attention", ROOT / "assignments"), "01_numpy_attention"
@@ -169,7 +169,7 @@ def test_a_notebook_of_another_lesson_is_refused_with_the_reason(tmp_path: Path)
 
 def test_attnkit_check_refuses_a_notebook_of_another_lesson(tmp_path: Path, capsys) -> None:
     from attnkit.cli import main
-    from attnkit_autograder.corpus import released_notebook, write_notebook
+    from attnkit_autograder.authoring.corpus import released_notebook, write_notebook
 
     path = write_notebook(
         released_notebook("01_numpy_attention", ROOT / "assignments"), tmp_path / "mine.ipynb"
@@ -182,10 +182,10 @@ def test_attnkit_check_refuses_a_notebook_of_another_lesson(tmp_path: Path, caps
 
 @pytest.mark.slow
 def test_a_syntax_error_leads_the_exercise_row_in_every_report(tmp_path: Path) -> None:
-    from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-    from attnkit_autograder.discovery import Submission
-    from attnkit_autograder.feedback import render_html, render_text
-    from attnkit_autograder.pipeline import GradeSettings, grade_submission
+    from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+    from attnkit_autograder.classes.feedback import render_html, render_text
+    from attnkit_autograder.grading.pipeline import GradeSettings, grade_submission
+    from attnkit_autograder.grading.submission import Submission
 
     slug = "02_self_attention"
     body = "q = x @ self.W_query\nk = x @ self.W_key\nreturn softmax(q @ k.T, dim=-1 @ x"
@@ -208,9 +208,9 @@ def test_a_syntax_error_leads_the_exercise_row_in_every_report(tmp_path: Path) -
 
 
 def test_a_damaged_files_reason_is_said_once(tmp_path: Path) -> None:
-    from attnkit_autograder.discovery import Submission
-    from attnkit_autograder.feedback import render_html, render_text
-    from attnkit_autograder.records import error_record
+    from attnkit_autograder.classes.feedback import render_html, render_text
+    from attnkit_autograder.grading.records import error_record
+    from attnkit_autograder.grading.submission import Submission
 
     path = tmp_path / "sam_02_self_attention.ipynb"
     path.write_text("{")
@@ -248,7 +248,7 @@ def test_messages_say_what_happened_in_plain_words(tmp_path: Path) -> None:
 
 
 def test_fix_the_helper_first_only_when_the_helper_can_be_the_cause() -> None:
-    from attnkit_autograder.explain import explain_failures
+    from attnkit_autograder.grading.explain import explain_failures
 
     def entry(exercise: str, message: str) -> dict:
         return {"exercise": exercise, "grade_id": f"test_{exercise}", "status": "error",

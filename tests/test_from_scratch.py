@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-from attnkit_autograder.discovery import Submission
-from attnkit_autograder.pipeline import GradeSettings, grade_submission
-from attnkit_autograder.sandbox import discard_zygote
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.grading.pipeline import GradeSettings, grade_submission
+from attnkit_autograder.grading.submission import Submission
+from attnkit_autograder.sandbox.zygote import discard_zygote
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUG = "02_self_attention"
@@ -108,7 +108,7 @@ OWN_PRIVATES = (
 def test_a_librarys_private_api_is_noted_and_a_classs_own_privates_are_not() -> None:
     """Reaching a library's private names (how the recorder's report is forged) is noted,
     whatever the module is bound to; a class's own ``self._x`` is honest code."""
-    from attnkit.scan import tampering
+    from attnkit_autograder.grading.scan import tampering
 
     for source, path in PRIVATE_REACHES.items():
         found = [f.what for f in tampering([(1, source)])]

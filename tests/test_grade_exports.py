@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-from attnkit_autograder.course import run_nbgrader, write_course_skeleton
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.authoring.released import run_nbgrader, write_course_skeleton
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUG = "01_numpy_attention"

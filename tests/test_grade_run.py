@@ -19,13 +19,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attnkit_autograder import grader_server, pipeline, results, supervisor
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-from attnkit_autograder.discovery import Submission
-from attnkit_autograder.pipeline import GradeSettings
-from attnkit_autograder.records import error_record
-from attnkit_autograder.results import deliver, missing
-from attnkit_autograder.supervisor import grade_all
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.classes import grader_server, results, supervisor
+from attnkit_autograder.classes.results import deliver, missing
+from attnkit_autograder.classes.supervisor import grade_all
+from attnkit_autograder.grading import pipeline
+from attnkit_autograder.grading.pipeline import GradeSettings
+from attnkit_autograder.grading.records import error_record
+from attnkit_autograder.grading.submission import Submission
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUG = "01_numpy_attention"
@@ -426,8 +427,8 @@ def test_a_worker_killed_from_outside_is_regraded_once(tmp_path: Path, monkeypat
 
 
 def test_the_sandboxes_load_matplotlib_only_when_a_submission_names_it(tmp_path: Path) -> None:
-    from attnkit_autograder.grade_command import names_matplotlib
-    from attnkit_autograder.submission_file import MAX_SUBMISSION_BYTES
+    from attnkit_autograder.classes.grade import names_matplotlib
+    from attnkit_autograder.grading.submission import MAX_SUBMISSION_BYTES
 
     quiet, plotting, gone, pipe, link, refused = fake_class(
         tmp_path, ["quiet", "plotting", "gone", "pipe", "link", "refused"]
@@ -465,7 +466,7 @@ def test_the_matplotlib_check_is_total_and_reads_only_the_names(
 ) -> None:
     """Any bytes at all: a verdict, never an exception, and the verdict is whether the file
     names matplotlib or pylab."""
-    from attnkit_autograder.grade_command import names_matplotlib
+    from attnkit_autograder.classes.grade import names_matplotlib
 
     (student,) = fake_class(tmp_path, ["any"])
     for content in (data, data + name.encode() + data):

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-from attnkit_autograder.discovery import Submission
-from attnkit_autograder.pipeline import GradeSettings, grade_submission
-from attnkit_autograder.sandbox import discard_zygote
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.grading.pipeline import GradeSettings, grade_submission
+from attnkit_autograder.grading.submission import Submission
+from attnkit_autograder.sandbox.zygote import discard_zygote
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUG = "01_numpy_attention"

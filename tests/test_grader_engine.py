@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from attnkit.student_process.wire import WireError, decode, encode
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-from attnkit_autograder.discovery import discover
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.classes.discovery import discover
 
 ROOT = Path(__file__).resolve().parents[1]
 

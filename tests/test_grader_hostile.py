@@ -19,19 +19,19 @@ import pytest
 from hostile_cases import MAX_SCORE, SLUG, Targets, build_corpus, cases, file_cases, ungradable
 from hostile_cases.classic import CANARY_NAME
 
-from attnkit_autograder.corpus import released_notebook
-from attnkit_autograder.discovery import discover
-from attnkit_autograder.pipeline import GradeSettings
-from attnkit_autograder.results import result_paths, write_gradebook
-from attnkit_autograder.supervisor import grade_all
+from attnkit_autograder.authoring.corpus import released_notebook
+from attnkit_autograder.classes.discovery import discover
+from attnkit_autograder.classes.results import result_paths, write_gradebook
+from attnkit_autograder.classes.supervisor import grade_all
+from attnkit_autograder.grading.pipeline import GradeSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
-HIDDEN_SUITE = ROOT / "autograder" / "suites" / "test_02_self_attention.py"
+HIDDEN_SUITE = ROOT / "autograder" / "lessons" / "suites" / "test_02_self_attention.py"
 GRADER_OWNED = [
     HIDDEN_SUITE,
     ROOT / "solutions" / "self_attention.py",
-    ROOT / "autograder" / "mistakes.toml",
+    ROOT / "autograder" / "lessons" / "mistakes.toml",
     ROOT / "attnkit" / "student_process" / "worker.py",
 ]
 SETTINGS = GradeSettings(call_timeout=3.0, cell_timeout=5.0, budget=60.0, memory_mb=1024)
@@ -176,7 +176,7 @@ def test_nothing_of_one_submission_reaches_the_next() -> None:
     """Files in /tmp and /dev/shm, and a thread that keeps writing them, are gone when the
     next submission starts in the same sandbox."""
     from attnkit.notebook_code import Cell
-    from attnkit_autograder.isolation import IsolatedSubmission
+    from attnkit_autograder.sandbox.isolation import IsolatedSubmission
 
     plant = (
         "import os, threading, time\n"

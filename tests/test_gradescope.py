@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-from attnkit_autograder.gradescope import to_results
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.platforms.gradescope import to_results
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUG = "01_numpy_attention"
@@ -131,7 +131,7 @@ def test_a_grader_fault_records_no_score_on_gradescope(tmp_path, monkeypatch) ->
     """The grader failed, not the student: run_autograder exits 1 and leaves no results.json
     (Gradescope then shows an autograder failure staff can rerun), never a 0, and a stale
     results.json from an earlier run is not left to stand in for it."""
-    from attnkit_autograder import gradescope
+    from attnkit_autograder.platforms import gradescope
 
     record = {"status": "error", "error": "the grader failed twice", "fault": "grader"}
     with pytest.raises(gradescope.GraderFault):
@@ -163,7 +163,7 @@ def autograder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         zipped.extractall(home / "source")
     # Gradescope's layout: both scripts at the zip's root, the project beside them.
     assert {"setup.sh", "run_autograder", "pyproject.toml"} <= names
-    assert any(n.startswith("autograder/suites/") for n in names)
+    assert any(n.startswith("autograder/lessons/suites/") for n in names)
     for script in ("setup.sh", "run_autograder"):
         os.chmod(home / "source" / script, 0o755)  # zipfile does not restore modes
     shutil.copy(home / "source" / "run_autograder", home / "run_autograder")

@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnkit.errors import KitError
-from attnkit_autograder import hand_in, late, lms_export, results, run_manifest
-from attnkit_autograder.discovery import discover
-from attnkit_autograder.gradescope import apply_late_policy, to_results
+from attnkit_autograder.classes import hand_in, late, results, run_manifest
+from attnkit_autograder.classes.discovery import discover
+from attnkit_autograder.platforms import lms_export
+from attnkit_autograder.platforms.gradescope import apply_late_policy, to_results
 
 SLUG = "02_self_attention"
 
@@ -74,7 +75,9 @@ TABLE = [
 def test_penalties_match_the_table_worked_out_by_hand(
     policy, student, at, raw, status, days, percent, final
 ) -> None:
-    decided = late.decide(policy, late.HandIn(at, "nbgrader timestamp.txt"), graded(student, raw))
+    decided = late.decide(
+        policy, hand_in.HandIn(at, "nbgrader timestamp.txt"), graded(student, raw)
+    )
     assert decided["raw_score"] == raw
     assert decided["late"]["status"] == status
     assert decided["late"]["days_late"] == days
@@ -86,23 +89,27 @@ def test_penalties_match_the_table_worked_out_by_hand(
 
 def test_a_penalty_of_the_score_and_the_cases_with_no_time(policy) -> None:
     of_score = late.LatePolicy(**{**policy.to_dict(), "of": "score"})
-    decided = late.decide(of_score, late.HandIn("2026-11-22T00:00:00+00:00", "x"), graded("a", 7))
+    decided = late.decide(
+        of_score, hand_in.HandIn("2026-11-22T00:00:00+00:00", "x"), graded("a", 7)
+    )
     assert decided["score"] == pytest.approx(5.6)  # 20% of 7, not of 14
-    canvas = late.HandIn(source="Canvas LATE mark", late_mark=True)
+    canvas = hand_in.HandIn(source="Canvas LATE mark", late_mark=True)
     assert late.decide(policy, canvas, graded("ada", 14))["score"] == pytest.approx(12.6)
     # jdoe has an extension, and Canvas recorded no time: no penalty, and the reason says so.
     decided = late.decide(policy, canvas, graded("jdoe", 14))
     assert (decided["score"], decided["late"]["status"]) == (14, "no time recorded")
     assert "check it by hand" in decided["late"]["reason"]
-    nothing = late.decide(policy, late.HandIn(), graded("ada", 14))
+    nothing = late.decide(policy, hand_in.HandIn(), graded("ada", 14))
     assert (nothing["score"], nothing["late"]["status"]) == (14, "no time recorded")
     other = {**graded("ada", 14), "assignment": "03_causal_attention"}
     assert (
-        late.decide(policy, late.HandIn("2030-01-01T00:00:00+00:00", "x"), other)["late"]["status"]
+        late.decide(policy, hand_in.HandIn("2030-01-01T00:00:00+00:00", "x"), other)["late"][
+            "status"
+        ]
         == "no deadline"
     )
     error = {**graded("ada", 0), "status": "error"}
-    assert late.decide(policy, late.HandIn("2030-01-01T00:00:00+00:00", "x"), error) == error
+    assert late.decide(policy, hand_in.HandIn("2030-01-01T00:00:00+00:00", "x"), error) == error
 
 
 @pytest.mark.parametrize(
@@ -154,7 +161,7 @@ def test_a_bad_policy_is_named_by_file_and_line(tmp_path, text, line, words) -> 
 def test_nbgraders_timestamp_is_read(tmp_path, content, at) -> None:
     path = tmp_path / "timestamp.txt"
     path.write_text(content)
-    assert late.read_timestamp(path) == late.HandIn(at, "nbgrader timestamp.txt")
+    assert hand_in.read_timestamp(path) == hand_in.HandIn(at, "nbgrader timestamp.txt")
 
 
 @pytest.mark.parametrize(
@@ -167,9 +174,9 @@ def test_nbgraders_timestamp_is_read(tmp_path, content, at) -> None:
 def test_a_malformed_timestamp_names_its_file_and_line(tmp_path, content, line) -> None:
     path = tmp_path / "timestamp.txt"
     path.write_text(content)
-    hand_in = late.read_timestamp(path)
-    assert hand_in.at == ""
-    assert hand_in.problem.startswith(f"{path} line {line}: ")
+    handed = hand_in.read_timestamp(path)
+    assert handed.at == ""
+    assert handed.problem.startswith(f"{path} line {line}: ")
 
 
 @settings(max_examples=300, deadline=None)
@@ -177,9 +184,9 @@ def test_a_malformed_timestamp_names_its_file_and_line(tmp_path, content, line) 
 def test_any_bytes_in_a_timestamp_give_a_time_or_a_named_problem(tmp_path_factory, data) -> None:
     path = tmp_path_factory.mktemp("ts") / "timestamp.txt"
     path.write_bytes(data)
-    hand_in = late.read_timestamp(path)
-    assert bool(hand_in.at) != bool(hand_in.problem)
-    assert hand_in.problem == "" or hand_in.problem.isprintable()
+    handed = hand_in.read_timestamp(path)
+    assert bool(handed.at) != bool(handed.problem)
+    assert handed.problem == "" or handed.problem.isprintable()
 
 
 LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(),
@@ -200,7 +207,7 @@ def test_any_policy_table_gives_a_policy_or_one_policy_error(table) -> None:
         return
     # A policy that was accepted survives class.json and judges any hand-in.
     assert late.policy_from_dict(json.loads(json.dumps(policy.to_dict()))) == policy
-    late.decide(policy, late.HandIn("2026-11-21T00:00:00+00:00", "x"), graded("jdoe", 14))
+    late.decide(policy, hand_in.HandIn("2026-11-21T00:00:00+00:00", "x"), graded("jdoe", 14))
 
 
 def test_time_comes_only_from_where_the_platform_writes_it(tmp_path) -> None:
@@ -218,10 +225,10 @@ def test_time_comes_only_from_where_the_platform_writes_it(tmp_path) -> None:
     none = course / "submitted" / "cy" / SLUG / "work"
     none.mkdir(parents=True)
     (none / f"{SLUG}.ipynb").write_text(notebook)  # moved down, and no timestamp.txt at all
-    found = {s.student: late.hand_in_of(s, course) for s in discover(course)}
-    assert found["ada"] == late.HandIn("2026-11-21T00:30:00+00:00", "nbgrader timestamp.txt")
+    found = {s.student: hand_in.hand_in_of(s, course) for s in discover(course)}
+    assert found["ada"] == hand_in.HandIn("2026-11-21T00:30:00+00:00", "nbgrader timestamp.txt")
     # A notebook in a folder below: the assignment folder's own timestamp.txt still counts.
-    assert found["ben"] == late.HandIn("2026-11-22T10:00:00+00:00", "nbgrader timestamp.txt")
+    assert found["ben"] == hand_in.HandIn("2026-11-22T10:00:00+00:00", "nbgrader timestamp.txt")
     # nbgrader always writes one: none at all is named, never read as "no time, no penalty".
     assert found["cy"].problem.endswith("there is none") and not found["cy"].at
     # A folder per student (an LMS download): a timestamp.txt there is the student's file.
@@ -232,10 +239,10 @@ def test_time_comes_only_from_where_the_platform_writes_it(tmp_path) -> None:
     (downloads / f"dee_LATE_123_456_{SLUG}.ipynb").write_text(notebook)
     (downloads / f"eve_late_124_457_{SLUG}.ipynb").write_text(notebook)
     (downloads / f"fay_125_458_x_LATE_1_2_{SLUG}.ipynb").write_text(notebook)
-    found = {s.student: late.hand_in_of(s, downloads) for s in discover(downloads)}
-    assert found["cy"] == late.HandIn()
+    found = {s.student: hand_in.hand_in_of(s, downloads) for s in discover(downloads)}
+    assert found["cy"] == hand_in.HandIn()
     assert found["dee"].late_mark and found["eve"].late_mark
-    assert found["fay"] == late.HandIn()  # LATE in the student's own part of the name
+    assert found["fay"] == hand_in.HandIn()  # LATE in the student's own part of the name
 
 
 def write_result(out: Path, manifest_members: list, record: dict, member) -> None:
@@ -251,7 +258,7 @@ def test_the_gradebook_and_the_exports_keep_both_scores(tmp_path, policy) -> Non
                              ("ben", "2026-11-20T12:00:00+00:00", 10.0)):  # fmt: skip
         member = run_manifest.Member(
             id=f"{student}/{SLUG}", result=f"results/{student}/{SLUG}.json", sha256="0" * 64,
-            handed_in=late.HandIn(at, "nbgrader timestamp.txt"),
+            handed_in=hand_in.HandIn(at, "nbgrader timestamp.txt"),
         )  # fmt: skip
         write_result(out, members, graded(student, raw), member)
     manifest = run_manifest.ClassManifest(
@@ -321,7 +328,7 @@ def test_an_extension_keeps_the_hour_across_summer_time_and_any_unicode_form(tmp
     policy = late.read_policy(path)
     # 26 October is after the clocks go back: 2 more days end at 23:59 Paris time still.
     nfd = "zoe\u0308"  # the same name, decomposed, as a file system may give it
-    handed = late.HandIn("2026-10-26T22:30:00+00:00", "x")  # 23:30 in Paris
+    handed = hand_in.HandIn("2026-10-26T22:30:00+00:00", "x")  # 23:30 in Paris
     assert late.decide(policy, handed, graded(nfd, 14))["late"]["status"] == "on time"
     assert late.extensions_for_no_one(policy, {nfd}) == []
 
@@ -329,14 +336,14 @@ def test_an_extension_keeps_the_hour_across_summer_time_and_any_unicode_form(tmp
 def test_a_zone_name_counts_only_where_the_policy_agrees(policy) -> None:
     """nbgrader writes its own zone's name; read in a policy of another zone it would be
     hours off, silently: such a time is unreadable, named, and costs nothing."""
-    pst = late.HandIn("2026-11-20T20:00:00 PST", "nbgrader timestamp.txt")
+    pst = hand_in.HandIn("2026-11-20T20:00:00 PST", "nbgrader timestamp.txt")
     paris = late.decide(policy, pst, graded("ada", 14))  # POLICY is in Europe/Paris
     assert paris["late"]["status"] == "unreadable time" and "marked PST" in paris["late"]["reason"]
     pacific = late.LatePolicy(**{**policy.to_dict(), "timezone": "America/Los_Angeles"})
     # 20:00 PST on the 20th is 04:00 UTC on the 21st: 4 h late, past the grace: day one.
     assert late.decide(pacific, pst, graded("ada", 14))["late"]["days_late"] == 1
     for stamp in ("2199-12-31T23:59:59-12:00", "1971-01-01T00:00:00+14:00"):  # edges stay read
-        edge = late.HandIn(hand_in.stored(stamp), "x")
+        edge = hand_in.HandIn(hand_in.stored(stamp), "x")
         status = late.decide(pacific, edge, graded("ada", 14))["late"]["status"]
         assert status == ("late" if stamp.startswith("2199") else "on time")
 
@@ -346,21 +353,21 @@ def test_a_link_or_a_huge_file_is_not_a_timestamp(tmp_path) -> None:
     target.write_text("2026-11-20 23:59:59 UTC\n")
     link = tmp_path / "timestamp.txt"
     os.symlink(target, link)
-    assert "not a small regular file" in late.read_timestamp(link).problem
+    assert "not a small regular file" in hand_in.read_timestamp(link).problem
     huge = tmp_path / "huge.txt"
     huge.write_text("2026-11-20 23:59:59 UTC\n" + " " * 10_000)
-    assert "not a small regular file" in late.read_timestamp(huge).problem
+    assert "not a small regular file" in hand_in.read_timestamp(huge).problem
 
 
 def test_every_gradebook_writer_applies_the_classs_policy(tmp_path, policy) -> None:
     """A merge and an accepted regrade hand nbgrader the rows the gradebook holds: the
     late policy applied (grade_command.class_records), never the raw results."""
-    from attnkit_autograder import grade_command
+    from attnkit_autograder.classes import grade as grade_command
 
     out, members = tmp_path / "out", []
     member = run_manifest.Member(
         id=f"ada/{SLUG}", result=f"results/ada/{SLUG}.json", sha256="0" * 64,
-        handed_in=late.HandIn("2026-11-22T00:00:00+00:00", "nbgrader timestamp.txt"),
+        handed_in=hand_in.HandIn("2026-11-22T00:00:00+00:00", "nbgrader timestamp.txt"),
     )  # fmt: skip
     write_result(out, members, graded("ada", 14.0), member)
     manifest = run_manifest.ClassManifest(
@@ -374,7 +381,7 @@ def test_every_gradebook_writer_applies_the_classs_policy(tmp_path, policy) -> N
 def test_a_slurm_regrade_refuses_a_new_policy(tmp_path) -> None:
     import argparse
 
-    from attnkit_autograder import slurm
+    from attnkit_autograder.platforms import slurm
 
     args = argparse.Namespace(
         regrade=True, submissions=None, out=tmp_path, shards=2, assignment=None,
@@ -392,7 +399,7 @@ def test_extension_names_are_compared_as_people_write_them(tmp_path) -> None:
         '[late.extensions]\n" jdoe@uni.edu" = 2\n'
     )
     policy = late.read_policy(path)
-    handed = late.HandIn("2026-11-22T10:00:00+00:00", "x")
+    handed = hand_in.HandIn("2026-11-22T10:00:00+00:00", "x")
     assert late.decide(policy, handed, graded("jdoe@uni.edu", 14))["late"]["status"] == "on time"
     path.write_text(path.read_text() + '"JDoe@uni.edu" = 1\n')
     with pytest.raises(KitError, match=r"line 7: 'JDoe@uni\.edu' is named twice"):
@@ -406,5 +413,5 @@ def test_an_extension_that_ends_in_the_repeated_hour_takes_the_later_one() -> No
     )  # fmt: skip
     two_days = late.LatePolicy(**{**policy.to_dict(), "extensions": {"ada": {"*": 2.0}}})
     # 25 October 02:30 happens twice in Paris; the later one is 01:30 UTC.
-    handed = late.HandIn("2026-10-25T01:20:00+00:00", "x")
+    handed = hand_in.HandIn("2026-10-25T01:20:00+00:00", "x")
     assert late.decide(two_days, handed, graded("ada", 14))["late"]["status"] == "on time"

@@ -217,7 +217,7 @@ def test_no_product_module_or_function_is_oversized() -> None:
 
 
 def test_grade_submission_reads_as_its_steps() -> None:
-    from attnkit_autograder import pipeline
+    from attnkit_autograder.grading import pipeline
 
     source = inspect.getsource(pipeline.grade_submission)
     assert len(source.splitlines()) <= MAX_PIPELINE_LINES

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnkit.errors import KitError
-from attnkit_autograder import lms_export
-from attnkit_autograder.results import read_gradebook
+from attnkit_autograder.classes.results import read_gradebook
+from attnkit_autograder.platforms import lms_export
 
 SLUG = "02_self_attention"
 

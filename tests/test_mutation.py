@@ -1,7 +1,7 @@
 """Mutation testing: the hidden suites fail every plausible wrong variant of each reference.
 
-See autograder/mutation.py. Every mutant of every exercise is either killed by its
-lesson's hidden suite or judged equivalent in autograder/mutation_equivalent.py, with a
+See autograder/quality/mutation.py. Every mutant of every exercise is either killed by its
+lesson's hidden suite or judged equivalent in autograder/lessons/mutation_equivalent.py, with a
 reason; a mutant that survives and differs from the reference on random inputs, or one
 that agrees but nobody has judged, fails here with its description and line.
 """
@@ -11,14 +11,14 @@ from __future__ import annotations
 import pytest
 
 from attnkit.assignments import ASSIGNMENTS
-from attnkit_autograder.mutation import (
+from attnkit_autograder.quality.mutation import (
     KNOWN_EQUIVALENT,
     exercises,
     mutant_namespace,
     report,
     score_lesson,
 )
-from attnkit_autograder.mutation_operators import mutants
+from attnkit_autograder.quality.mutation_operators import mutants
 
 LESSONS = list(ASSIGNMENTS)
 

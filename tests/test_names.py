@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnkit.terminal import PrintableStream, printable
-from attnkit_autograder.discovery import identify_file
+from attnkit_autograder.classes.discovery import identify_file
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = settings(max_examples=200, deadline=None)

@@ -9,7 +9,7 @@ import pytest
 from nbclient import NotebookClient
 
 from attnkit.assignments import ASSIGNMENTS
-from attnkit_autograder.rubric import load_rubric, source_notebook
+from attnkit_autograder.lessons.rubric import load_rubric, source_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow

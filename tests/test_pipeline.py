@@ -1,4 +1,4 @@
-"""Each step of grading one submission, on its own (see attnkit_autograder.pipeline)."""
+"""Each step of grading one submission, on its own (see attnkit_autograder.grading.pipeline)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from attnkit.outcome import FAILED, INTERNAL, PASSED, Outcome
-from attnkit_autograder.discovery import Submission
-from attnkit_autograder.pipeline import (
+from attnkit_autograder.grading.pipeline import (
     GradeSettings,
     Grading,
     Ungradable,
@@ -19,7 +18,8 @@ from attnkit_autograder.pipeline import (
     refuse_grader_faults,
     score,
 )
-from attnkit_autograder.rubric import graded_cells
+from attnkit_autograder.grading.submission import Submission
+from attnkit_autograder.lessons.rubric import graded_cells
 
 SLUG = "01_numpy_attention"
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from attnkit.adapters import ADAPTERS, MalformedResult, validate_result
 from attnkit.notebook_code import Cell, NotebookError, is_check_cell, parse_python, read_cells
-from attnkit.scan import scan_source, tampering
 from attnkit.student_process.wire import WireError, decode, encode
+from attnkit_autograder.grading.scan import scan_source, tampering
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -200,7 +200,7 @@ def test_what_a_submission_raised_carries_bounded_text(error) -> None:
     short first line of it (hidden inputs pass through that code)."""
     from attnkit.adapters import MissingDefinition
     from attnkit.implementation import MESSAGE_CHARS
-    from attnkit_autograder.isolation import (
+    from attnkit_autograder.sandbox.errors import (
         KNOWN_TYPES,
         STUDENT_TYPE_CHARS,
         SubmissionError,
@@ -226,7 +226,7 @@ def test_what_a_submission_raised_carries_bounded_text(error) -> None:
 def test_notes_are_bounded_printable_text_whatever_a_submission_causes(notes) -> None:
     """However many notes a submission causes, whatever they quote: bounded in count and
     size, and no control byte, NUL or direction override reaches a report or a terminal."""
-    from attnkit_autograder.records import (
+    from attnkit_autograder.grading.records import (
         MAX_NOTE_CHARS,
         MAX_NOTES,
         MAX_NOTES_CHARS,

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from markdown_commands import bash_blocks, is_server, jupyter_env, run, serve_briefly
 
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

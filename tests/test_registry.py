@@ -17,7 +17,7 @@ import pytest
 from attnkit import cli
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.errors import KitError
-from attnkit_autograder import command_reference, course, fingerprints, registry
+from attnkit_autograder.authoring import command_reference, fingerprints, registry, released
 from attnkit_solutions import exercises
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "fair"
@@ -42,7 +42,7 @@ def test_the_table_lists_each_lesson_in_notebook_order() -> None:
 @pytest.fixture
 def only_the_registry_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     """``attnkit generate --check`` with the slow checks (nbgrader, fingerprints) passing."""
-    monkeypatch.setattr(course, "released_differences", lambda out: [])
+    monkeypatch.setattr(released, "released_differences", lambda out: [])
     monkeypatch.setattr(fingerprints, "stale", lambda: [])
     monkeypatch.setattr(command_reference, "stale", lambda: [])
 

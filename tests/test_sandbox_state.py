@@ -25,9 +25,11 @@ from pathlib import Path
 import pytest
 
 from attnkit.notebook_code import Cell
-from attnkit_autograder import sandbox, sandbox_user
-from attnkit_autograder.isolation import IsolatedSubmission, SubmissionError, WorkerCrashed
-from attnkit_autograder.sandbox_layout import SandboxSettings
+from attnkit_autograder.sandbox import user as sandbox_user
+from attnkit_autograder.sandbox import zygote as sandbox
+from attnkit_autograder.sandbox.errors import SubmissionError, WorkerCrashed
+from attnkit_autograder.sandbox.isolation import IsolatedSubmission
+from attnkit_autograder.sandbox.layout import SandboxSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -374,14 +376,14 @@ def test_workers_the_grader_ended_or_that_ended_themselves_are_not_blamed_on_the
 
 
 def test_a_submission_whose_worker_is_killed_from_outside_is_regraded(tmp_path: Path) -> None:
-    from attnkit_autograder.corpus import (
+    from attnkit_autograder.authoring.corpus import (
         add_cell,
         fill_notebook,
         released_notebook,
         write_notebook,
     )
-    from attnkit_autograder.discovery import Submission
-    from attnkit_autograder.pipeline import GradeSettings, grade_safely
+    from attnkit_autograder.grading.pipeline import GradeSettings, grade_safely
+    from attnkit_autograder.grading.submission import Submission
 
     slug = "02_self_attention"
     released = released_notebook(slug, ROOT / "assignments")

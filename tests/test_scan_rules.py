@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from attnkit.notebook_code import Cell, CellOutcome
-from attnkit.scan import python_text, tampering
-from attnkit_autograder.explain import static_notes
+from attnkit_autograder.grading.explain import static_notes
+from attnkit_autograder.grading.scan import python_text, tampering
 
 HONEST = {
     "a dtype named at run time": "import torch\nbits = 32\ndt = getattr(torch, f'float{bits}')",

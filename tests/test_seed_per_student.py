@@ -28,18 +28,18 @@ from attnkit.cli import run as attnkit_run
 from attnkit.implementation import LocalImplementation
 from attnkit.outcome import PASSED
 from attnkit.student_process.wire import encode
-from attnkit_autograder import (
-    grade_command,
-    gradescope,
-    per_student,
-    regrade,
-    results,
-    run_manifest,
-    slurm,
+from attnkit_autograder.classes import grade as grade_command
+from attnkit_autograder.classes import regrade, results, run_manifest
+from attnkit_autograder.grading import per_student
+from attnkit_autograder.grading.harness import (
+    Subject,
+    hidden_tests,
+    reference_implementation,
+    run_suite,
 )
-from attnkit_autograder.harness import Subject, hidden_tests, reference_implementation, run_suite
-from attnkit_autograder.per_student import CourseSecret, CourseSecretError, inputs_of
-from attnkit_autograder.suite_support import input_seed, randn, rng, salted
+from attnkit_autograder.grading.per_student import CourseSecret, CourseSecretError, inputs_of
+from attnkit_autograder.grading.suite_support import input_seed, randn, rng, salted
+from attnkit_autograder.platforms import gradescope, slurm
 from attnkit_solutions.exercises import reference_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +94,7 @@ def test_without_a_salt_the_inputs_are_the_old_ones() -> None:
 
 
 def test_the_suites_draw_random_inputs_only_through_the_seam() -> None:
-    for suite in sorted((ROOT / "autograder" / "suites").glob("test_*.py")):
+    for suite in sorted((ROOT / "autograder" / "lessons" / "suites").glob("test_*.py")):
         assert "default_rng" not in suite.read_text(encoding="utf-8"), suite.name
 
 
@@ -176,9 +176,9 @@ class InProcess(LocalImplementation):
 
 
 def test_the_pipeline_salts_each_submissions_hidden_tests_and_only_those(monkeypatch) -> None:
-    from attnkit_autograder import pipeline
-    from attnkit_autograder.discovery import Submission
-    from attnkit_autograder.suite_support import current_salt
+    from attnkit_autograder.grading import pipeline
+    from attnkit_autograder.grading.submission import Submission
+    from attnkit_autograder.grading.suite_support import current_salt
 
     slug, seen = "01_numpy_attention", []
 
@@ -221,7 +221,7 @@ def test_a_correct_implementation_passes_under_any_salt(salt: int) -> None:
 def test_every_wrong_variant_fails_under_any_salt(salt: int) -> None:
     # The mutation test's wrong variants of lesson 3 (swapped axes, off-by-one masks,
     # dropped scaling, ...): each must fail for every student, not only on the usual inputs.
-    from attnkit_autograder.mutation import score_lesson
+    from attnkit_autograder.quality.mutation import score_lesson
 
     reference = reference_implementation("03_causal_attention")
     with salted(salt), reference.one_submission():
@@ -455,7 +455,7 @@ def test_the_gradescope_zip_grades_with_the_students_gradescope_id(tmp_path) -> 
 
 
 def test_run_autograder_grades_as_the_gradescope_user(tmp_path, monkeypatch) -> None:
-    from attnkit_autograder import pipeline
+    from attnkit_autograder.grading import pipeline
 
     graded = []
 
@@ -486,7 +486,7 @@ def test_run_autograder_grades_as_the_gradescope_user(tmp_path, monkeypatch) -> 
 
 @pytest.mark.slow
 def test_a_real_grading_run_writes_only_the_secrets_digest(tmp_path) -> None:
-    from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
+    from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
 
     slug = "01_numpy_attention"
     notebook = fill_notebook(released_notebook(slug, ROOT / "assignments"), slug)
@@ -522,7 +522,7 @@ def test_the_suites_draw_random_inputs_only_through_the_one_seam() -> None:
     same inputs while the results still recorded per-student draws."""
     import ast
 
-    suites = sorted((ROOT / "autograder" / "suites").glob("test_*.py"))
+    suites = sorted((ROOT / "autograder" / "lessons" / "suites").glob("test_*.py"))
     assert suites
     drawing = {"default_rng", "RandomState", "Generator", "manual_seed", "seed", "rand",
                "randn", "randint", "normal", "uniform", "permutation", "shuffle"}  # fmt: skip

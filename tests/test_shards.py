@@ -23,9 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnkit.errors import KitError
-from attnkit_autograder import results, run_manifest, shards
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-from attnkit_autograder.shards import Shard
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.classes import results, run_manifest, shards
+from attnkit_autograder.classes.shards import Shard
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUG = "02_self_attention"
@@ -203,7 +203,7 @@ def changed_suite(tmp_path: Path) -> Path:
     a softmax without the max-subtraction now passes them."""
     package = tmp_path / "upgrade" / "attnkit_autograder"
     shutil.copytree(ROOT / "autograder", package, ignore=shutil.ignore_patterns("__pycache__"))
-    suite = package / "suites" / f"test_{SLUG}.py"
+    suite = package / "lessons" / "suites" / f"test_{SLUG}.py"
     text = suite.read_text()
     huge = re.compile(r"    x = np\.array\(\[\[1000\.0, [^\n]*\n")
     masked = re.compile(r"    masked = np\.array[^\n]*\n    same_call\([^\n]*masked[^\n]*\n")
@@ -597,7 +597,7 @@ def test_the_kubernetes_manifests_are_an_indexed_job_and_a_merge_on_one_volume()
 
 
 def test_the_capacity_benchmark_merges_the_class_it_builds(capsys) -> None:
-    from attnkit_autograder import capacity
+    from attnkit_autograder.quality import capacity
 
     assert capacity.main(["--submissions", "20", "--shards", "2"]) == 0
     printed = capsys.readouterr().out

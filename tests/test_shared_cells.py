@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from attnkit.student_process.shared_cells import cell_reads, compute, hand_over, value_bytes
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
-from attnkit_autograder.discovery import Submission
-from attnkit_autograder.pipeline import GradeSettings, grade_submission
-from attnkit_autograder.shared_cells import imported_modules, shareable_cells
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.grading.pipeline import GradeSettings, grade_submission
+from attnkit_autograder.grading.shared_cells import imported_modules, shareable_cells
+from attnkit_autograder.grading.submission import Submission
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCH = {"torch": "torch", "nn": "torch.nn"}

@@ -18,11 +18,11 @@ import pytest
 from attnkit.diagnosis import RecordingImplementation, quiet
 from attnkit.implementation import LocalImplementation
 from attnkit.notebook_code import load_definitions
-from attnkit_autograder.catalogue import expand, load_mistakes
-from attnkit_autograder.corpus import CorpusCase, case_notebook, read_case, write_notebook
-from attnkit_autograder.explain import explain_failures
-from attnkit_autograder.harness import reference_implementation, run_suite
-from attnkit_autograder.scoring import score_cells
+from attnkit_autograder.authoring.corpus import CorpusCase, case_notebook, read_case, write_notebook
+from attnkit_autograder.grading.catalogue import expand, load_mistakes
+from attnkit_autograder.grading.explain import explain_failures
+from attnkit_autograder.grading.harness import reference_implementation, run_suite
+from attnkit_autograder.grading.scoring import score_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus" / "mistakes"

@@ -21,11 +21,12 @@ from test_layering import import_graph, kit_modules
 from test_properties import FAST, notebooks
 
 from attnkit.assignments import ASSIGNMENTS
-from attnkit_autograder import run_manifest, similarity
-from attnkit_autograder.corpus import fill_notebook, read_case, released_notebook
-from attnkit_autograder.discovery import discover
-from attnkit_autograder.run_manifest import ClassManifest, member
-from attnkit_autograder.similarity import NotCompared, OwnCode, own_code, scored_pairs
+from attnkit_autograder.authoring.corpus import fill_notebook, read_case, released_notebook
+from attnkit_autograder.classes import run_manifest
+from attnkit_autograder.classes.discovery import discover
+from attnkit_autograder.classes.run_manifest import ClassManifest, member
+from attnkit_autograder.platforms import similarity
+from attnkit_autograder.platforms.similarity import NotCompared, OwnCode, own_code, scored_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus"
@@ -281,11 +282,14 @@ def test_no_grade_feedback_or_export_module_reads_the_review() -> None:
                 todo.append(target)
         return seen
 
-    review = {"attnkit_autograder.similarity", "attnkit_autograder.similarity_page"}
+    review = {
+        "attnkit_autograder.platforms.similarity",
+        "attnkit_autograder.platforms.similarity_page",
+    }
     for name in ("pipeline", "grade_command", "feedback", "lms_export", "gradescope", "results",
                  "merge", "regrade", "nbgrader_gradebook"):  # fmt: skip
         assert not reaches(f"attnkit_autograder.{name}") & review, name
-    assert reaches("attnkit_autograder.class_report") & review
+    assert reaches("attnkit_autograder.platforms.class_report") & review
 
 
 # -- a class of 300 ------------------------------------------------------------------------------

@@ -23,9 +23,14 @@ from pathlib import Path
 
 import pytest
 
-from attnkit_autograder import discovery, run_manifest, shards
-from attnkit_autograder.benchmark import build_submissions
-from attnkit_autograder.corpus import add_cell, fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.authoring.corpus import (
+    add_cell,
+    fill_notebook,
+    released_notebook,
+    write_notebook,
+)
+from attnkit_autograder.classes import discovery, run_manifest, shards
+from attnkit_autograder.quality.benchmark import build_submissions
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUG = "02_self_attention"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from markdown_commands import commands, is_server, jupyter_env, run, serve_briefly
 
-from attnkit_autograder.bundle import secret_lines, secrets_in
-from attnkit_autograder.catalogue import load_mistakes
-from attnkit_autograder.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.grading.catalogue import load_mistakes
+from attnkit_autograder.platforms.bundle import secret_lines, secrets_in
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow

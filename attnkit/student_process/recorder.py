@@ -12,7 +12,7 @@ watches PyTorch at two levels:
   ``torch.ops.aten._softmax``, the ``_scaled_dot_product_*`` family.
 
 A student who defeats the recorder has to write code that reaches into the kit, which the
-static scan (:mod:`attnkit.scan`) notes for the instructor.
+static scan notes for the instructor.
 """
 
 from __future__ import annotations

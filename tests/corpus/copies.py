@@ -8,7 +8,7 @@
   notebook with every function's local names renamed, its comments replaced and its
   lines respaced: the same program (checked on the syntax tree), cell by cell.
 
-:func:`measure` scores every pair with :mod:`attnkit_autograder.similarity` and prints,
+:func:`measure` scores every pair with :mod:`attnkit_autograder.platforms.similarity` and prints,
 per lesson, the lowest score of a copy pair, the highest of an honest pair, and the gap.
 A pair's score is what ranks it (the mean of its two shares). Run it with the kit's
 virtual environment: ``.venv/bin/python tests/corpus/copies.py``.
@@ -31,7 +31,7 @@ sys.path.insert(0, str(HERE / "fair"))
 
 import builder  # noqa: E402
 
-from attnkit_autograder.similarity import (  # noqa: E402
+from attnkit_autograder.platforms.similarity import (  # noqa: E402
     OwnCode,
     Template,
     own_code,

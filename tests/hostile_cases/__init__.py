@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from attnkit_autograder.corpus import released_notebook, write_notebook
+from attnkit_autograder.authoring.corpus import released_notebook, write_notebook
 
 from .classic import MAX_SCORE, SLUG, Case, Targets, planted
 

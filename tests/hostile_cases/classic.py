@@ -1,7 +1,7 @@
 """The classic hostile corpus: submissions written by someone who read the kit's source.
 
 Every case is the released lesson-2 notebook answered correctly (see
-:func:`attnkit_autograder.corpus.fill_notebook`), with one attack planted in one exercise
+:func:`attnkit_autograder.authoring.corpus.fill_notebook`), with one attack planted in one exercise
 or in an extra code cell, and with its exact expected outcome: the graded cells it loses
 (its score follows from the rubric), the
 status of the attacked graded cell, words its message contains and, where the attack
@@ -26,14 +26,14 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnkit_autograder.corpus import (
+from attnkit_autograder.authoring.corpus import (
     add_cell,
     drop_cells,
     fill_notebook,
     to_nbformat3,
 )
-from attnkit_autograder.demo import SABOTAGE, ZEROS_V2
-from attnkit_autograder.rubric import graded_cells  # the demo's hostile student
+from attnkit_autograder.lessons.rubric import graded_cells  # the demo's hostile student
+from attnkit_autograder.platforms.demo import SABOTAGE, ZEROS_V2
 
 SLUG = "02_self_attention"
 SOFTMAX_CELL, V2_CELL, TRANSFER_CELL = (
@@ -278,7 +278,8 @@ ATTEMPTS: dict[str, tuple[str, str]] = {
         # Where the packages are installed, the sandbox covers them with empty folders, which
         # import as empty namespace packages: what must fail is reaching their modules.
         for name in ("attnkit_solutions.exercises", "attnkit_solutions.self_attention",
-                     "attnkit_autograder.harness", "attnkit_autograder.suite_support"):
+                     "attnkit_autograder.grading.harness",
+                     "attnkit_autograder.grading.suite_support"):
             try:
                 importlib.import_module(name)
                 found.append(name)

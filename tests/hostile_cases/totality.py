@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from attnkit_autograder.corpus import add_cell, fill_notebook
+from attnkit_autograder.authoring.corpus import add_cell, fill_notebook
 
 from .classic import KEEPS_ALL, LOSES_V2, SLUG, V2_CELL, Case, Targets, _forge
 

@@ -179,7 +179,7 @@ def defined_names(text: str) -> set[str]:
 def with_references(lesson: str, skip: set[str]) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The released notebook with every stub not in ``skip`` answered by the reference,
     and the exercises so answered."""
-    from attnkit_autograder.corpus import fill_notebook
+    from attnkit_autograder.authoring.corpus import fill_notebook
 
     released = released_notebook(lesson)
     filled = tuple(name for name in stub_cells(released).values() if name not in skip)

@@ -7,7 +7,7 @@ every grader should give each one full marks. The script grades the corpus with
 
 * ``attnkit grade`` on one folder per student;
 * the Gradescope path: ``attnkit grade --assignment <lesson>`` and
-  ``attnkit_autograder.gradescope.to_results``, the two steps of ``run_autograder``;
+  ``attnkit_autograder.platforms.gradescope.to_results``, the two steps of ``run_autograder``;
 * real ``nbgrader autograde`` in an ``attnkit course init`` course, whose
   ``submitted/<student>/<lesson>/`` folders hold the files as ``zip_collect`` would
   store them, and then ``attnkit grade`` on the same course, which writes the
@@ -48,7 +48,7 @@ class Outcome:
 
 def attnkit(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess:
     """Run the kit's CLI with this interpreter; a failure raises with its stderr."""
-    from attnkit_autograder.course import scripts_on_path
+    from attnkit_autograder.authoring.released import scripts_on_path
 
     done = subprocess.run(
         [sys.executable, "-m", "attnkit", *args],
@@ -87,7 +87,7 @@ def grade_with_attnkit(corpus: list[Built], work: Path, jobs: int = 2) -> dict[s
 def grade_with_gradescope(corpus: list[Built], work: Path, jobs: int = 1) -> dict[str, Outcome]:
     """The two steps of Gradescope's run_autograder, one ``attnkit grade`` per lesson, with
     one grader by default: Gradescope grades each submission in a container of its own."""
-    from attnkit_autograder.gradescope import to_results
+    from attnkit_autograder.platforms.gradescope import to_results
 
     outcomes: dict[str, Outcome] = {}
     for lesson in sorted({b.lesson for b in corpus}):
@@ -110,7 +110,7 @@ def grade_with_gradescope(corpus: list[Built], work: Path, jobs: int = 1) -> dic
 
 def nbgrader_course(corpus: list[Built], work: Path) -> Path:
     """A fresh course whose submitted/ holds the corpus as zip_collect stores it."""
-    from attnkit_autograder.course import init_course
+    from attnkit_autograder.platforms.course import init_course
 
     course = work / "course"
     shutil.rmtree(course, ignore_errors=True)
@@ -128,7 +128,7 @@ def gradebook_scores(course: Path) -> dict[tuple[str, str], dict[str, float]]:
     """Points per graded cell, per (student, lesson), as the course's gradebook holds them."""
     from nbgrader.api import Gradebook
 
-    from attnkit_autograder.course import scripts_on_path
+    from attnkit_autograder.authoring.released import scripts_on_path
 
     os.environ.update(scripts_on_path())  # the Gradebook runs `alembic` by name
     scores: dict[tuple[str, str], dict[str, float]] = {}
@@ -145,7 +145,7 @@ def gradebook_scores(course: Path) -> dict[tuple[str, str], dict[str, float]]:
 
 
 def max_points(lesson: str) -> dict[str, float]:
-    from attnkit_autograder.rubric import graded_cells
+    from attnkit_autograder.lessons.rubric import graded_cells
 
     return {cell.grade_id: cell.points for cell in graded_cells(lesson)}
 
@@ -157,7 +157,7 @@ def grade_with_nbgrader(
 
     Returns (nbgrader's outcomes, the gradebook's outcomes after ``attnkit grade``).
     """
-    from attnkit_autograder.course import scripts_on_path
+    from attnkit_autograder.authoring.released import scripts_on_path
 
     course = nbgrader_course(corpus, work)
     logs = []

@@ -108,7 +108,7 @@ def run_all(path: Path) -> tuple[dict[str, Any], list[CellError]]:
 def hidden_verdicts(built: Built, path: Path) -> tuple[list[Any], list[CellError]]:
     """Run ``path`` as Jupyter would and put its namespace through the hidden suite."""
     from attnkit.implementation import LocalImplementation
-    from attnkit_autograder.harness import reference_implementation, run_suite
+    from attnkit_autograder.grading.harness import reference_implementation, run_suite
 
     with kernel_folder(path.parent):
         namespace, errors = run_all(path)

@@ -1,0 +1,141 @@
+"""The released notebooks, made by nbgrader from the source notebooks.
+
+``generate_released`` builds a throwaway nbgrader course whose ``source/`` holds the kit's
+source notebooks, runs the real ``nbgrader generate_assignment`` on it, and returns the
+released notebooks. ``assignments/`` in the repository is exactly that output, and
+``attnkit generate --check`` regenerates it to prove it has not drifted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from attnkit.assignments import ASSIGNMENTS
+from attnkit.errors import KitError
+
+from ..lessons.rubric import source_notebook
+
+NBGRADER_CONFIG = """\
+# nbgrader configuration for an attention-kit course (made by `attnkit course init`).
+c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
+c.CourseDirectory.root = {root!r}
+c.CourseDirectory.course_id = "attention-kit"
+c.CourseDirectory.db_url = "sqlite:///{root}/gradebook.db"
+
+# A cell that runs longer than this is stopped and its test counted as failed, instead of
+# holding up every student after it. The kit's cells take well under a second.
+c.Execute.timeout = 60
+c.Execute.interrupt_on_timeout = True
+
+# zip_collect: files downloaded from an LMS into downloaded/<assignment>/archive/ land in
+# submitted/<student>/<assignment>/<assignment>.ipynb. Who a file belongs to is read the way
+# `attnkit grade` reads it (Canvas, Moodle and Blackboard names, or <student>_<assignment>):
+# ids keep their underscores, dots, hyphens, digits and accents; a name that says no one is
+# reported and skipped, never guessed.
+c.ZipCollectApp.collector_plugin = "attnkit_autograder.platforms.course.AssignmentCollector"
+"""
+
+
+def generate_assignments(root: Path, slugs: list[str]) -> None:
+    """nbgrader's generate_assignment (creating each in the gradebook) for ``slugs``: in one
+    nbgrader process when source/ holds just these (its start-up costs seconds a call)."""
+    present = {p.name for p in (root / "source").iterdir() if p.is_dir()}
+    if present == set(slugs):
+        run_nbgrader(root, "generate_assignment", "*", "--create", "--force")
+        return
+    for slug in slugs:
+        run_nbgrader(root, "generate_assignment", slug, "--create", "--force")
+
+
+def write_course_skeleton(root: Path, slugs: list[str]) -> None:
+    """An nbgrader course at ``root`` whose source/ holds the kit's source notebooks."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(root)))
+    for slug in slugs:
+        target = root / "source" / slug
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source_notebook(slug), target / f"{slug}.ipynb")
+
+
+def scripts_on_path() -> dict[str, str]:
+    """os.environ with this interpreter's scripts folder first on PATH.
+
+    nbgrader runs its own console scripts (``alembic``, to create and migrate the
+    gradebook) by name, so they must be found even when the virtual environment the kit
+    runs from was never activated, as in CI or `.venv/bin/attnkit ...`.
+    """
+    scripts = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    if scripts not in path.split(os.pathsep):
+        path = os.pathsep.join([scripts, path]) if path else scripts
+    return {**os.environ, "PATH": path}
+
+
+def run_nbgrader(root: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=scripts_on_path(),
+    )
+    if done.returncode != 0:
+        raise KitError(
+            f"nbgrader {args[0]} failed (exit {done.returncode}):\n{done.stderr[-3000:]}"
+        )
+    return done
+
+
+def generate_released(out_dir: Path, slugs: list[str] | None = None) -> list[Path]:
+    """Write ``out_dir/<slug>/<slug>.ipynb`` for each assignment, as nbgrader releases it."""
+    slugs = slugs or list(ASSIGNMENTS)
+    written = []
+    with tempfile.TemporaryDirectory(prefix="attnkit-course-") as tmp:
+        root = Path(tmp)
+        write_course_skeleton(root, slugs)
+        generate_assignments(root, slugs)
+        for slug in slugs:
+            released = root / "release" / slug / f"{slug}.ipynb"
+            target = out_dir / slug / released.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(released, target)
+            written.append(target)
+    return written
+
+
+def released_differences(committed_dir: Path) -> list[str]:
+    """Files under ``committed_dir`` that differ from a fresh generation (empty if none)."""
+    with tempfile.TemporaryDirectory(prefix="attnkit-generate-") as tmp:
+        fresh = generate_released(Path(tmp))
+        problems = []
+        for path in fresh:
+            committed = committed_dir / path.parent.name / path.name
+            if not committed.is_file():
+                problems.append(f"{committed} is missing")
+            elif committed.read_bytes() != path.read_bytes():
+                problems.append(f"{committed} differs from what the source notebook generates")
+        return problems
+
+
+def released_dir(slug: str) -> contextlib.AbstractContextManager[Path]:
+    """The folder of released notebooks: ``assignments/`` of a clone, or, for a
+    non-editable install (which ships only the source notebooks), one generated now."""
+    clone = Path(__file__).resolve().parents[2] / "assignments"
+    if (clone / slug / f"{slug}.ipynb").is_file():
+        return contextlib.nullcontext(clone)
+    return _generated_released(slug)
+
+
+@contextlib.contextmanager
+def _generated_released(slug: str) -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="attnkit-released-") as tmp:
+        generate_released(Path(tmp), [slug])
+        yield Path(tmp)

@@ -1,0 +1,97 @@
+"""One result record: the entry of each graded cell, the record of a submission that could
+not be graded, and the notes a record may carry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attnkit.assignments import ASSIGNMENTS
+from attnkit.outcome import ERROR
+
+from ..lessons.rubric import GradedCell, graded_cells
+from .submission import Submission, sha256_file, text_id
+
+
+def cell_entry(
+    cell: GradedCell,
+    points: float,
+    status: str,
+    message: str,
+    hint: str | None = None,
+    checks_passed: int = 0,
+    checks_total: int = 0,
+) -> dict[str, Any]:
+    """One graded cell's entry in a result (the ``tests`` list of grades.json)."""
+    return {
+        "grade_id": cell.grade_id,
+        "exercise": cell.exercise,
+        "points": points,
+        "max_points": cell.points,
+        "status": status,
+        "message": message,
+        "hint": hint,
+        "checks_passed": checks_passed,
+        "checks_total": checks_total,
+        "diagnosis": None,
+    }
+
+
+def error_record(
+    submission: Submission, reason: str, status: str = ERROR, fault: str = "submission"
+) -> dict[str, Any]:
+    """A submission that could not be graded: every graded cell 0 with ``status`` (``error``,
+    or ``timeout`` when the budget ran out). ``fault: "grader"`` marks a failure of the
+    grader itself, which a rerun grades again."""
+    slug = submission.assignment
+    cells = graded_cells(slug) if slug in ASSIGNMENTS else ()
+    record = {
+        "student": submission.student,
+        "assignment": slug,
+        "source": text_id(str(submission.path)),
+        "source_sha256": submission.sha256 or sha256_file(submission.path),
+        "status": "error",
+        "error": reason,
+        "score": 0.0,
+        "max_score": sum(c.points for c in cells),
+        "tests": [cell_entry(c, 0.0, status, reason) for c in cells],
+        "notes": [],
+    }
+    if fault != "submission":
+        record["fault"] = fault
+    return record
+
+
+MAX_NOTES = 40
+MAX_NOTE_CHARS = 400
+MAX_NOTES_CHARS = 8_000
+"""A submission decides how many notes it causes (a cell that raises in a loop, a
+thousand forbidden names): a record keeps this many, this long, and says how many more."""
+
+
+def capped_notes(notes: list[str]) -> list[str]:
+    """At most MAX_NOTES notes of at most MAX_NOTE_CHARS printable characters each,
+    MAX_NOTES_CHARS in all; the last line says how many were left out."""
+    kept: list[str] = []
+    size = 0
+    for note in notes:
+        # Notes quote what a submission wrote (its errors, its file names): control bytes,
+        # NULs and direction overrides become "?" before they reach a report or a terminal.
+        # One character past the limit is kept, so that a cut note still ends with "…".
+        text = "".join(c if c.isprintable() else "?" for c in str(note)[: MAX_NOTE_CHARS + 1])
+        if len(text) > MAX_NOTE_CHARS:
+            text = text[: MAX_NOTE_CHARS - 1] + "…"
+        if len(kept) == MAX_NOTES or size + len(text) > MAX_NOTES_CHARS:
+            break
+        kept.append(text)
+        size += len(text)
+    if len(kept) < len(notes):
+        kept.append(f"{len(notes) - len(kept)} more notes")
+    return kept
+
+
+def identified(record: dict[str, Any], submission: Submission) -> dict[str, Any]:
+    """The record, with how the student was identified and what discovery noticed; its
+    notes capped (see :func:`capped_notes`)."""
+    record["id_rule"] = submission.id_rule
+    record["notes"] = capped_notes([*submission.notes, *record.get("notes", [])])
+    return record

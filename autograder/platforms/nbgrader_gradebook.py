@@ -1,0 +1,75 @@
+"""Put ``attnkit grade`` results into an nbgrader course's gradebook, through nbgrader's API.
+
+After this, ``nbgrader export`` and formgrader show the kit's grades as if nbgrader had
+autograded the notebooks itself: each graded cell's ``auto_score`` is the points the
+kit awarded it. The assignment must exist in the gradebook (``nbgrader
+generate_assignment`` creates it); students and submissions are created as needed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from attnkit.errors import KitError
+
+
+def find_course(path: Path) -> Path | None:
+    """The nbgrader course folder that ``path`` is, or holds ``submitted/`` for."""
+    for candidate in (path, path.parent):
+        if (candidate / "nbgrader_config.py").is_file() and (candidate / "gradebook.db").is_file():
+            return candidate
+    return None
+
+
+def push_grades(course: Path, records: list[dict[str, Any]]) -> list[str]:
+    """Write each record's points into the gradebook; returns notes on what was skipped."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from ..authoring.released import scripts_on_path
+
+    os.environ.update(scripts_on_path())  # nbgrader's Gradebook runs `alembic` by name
+    database = course / "gradebook.db"
+    if not database.is_file():
+        raise KitError(
+            f"{course} has no gradebook.db.", "Run `nbgrader generate_assignment` first."
+        )
+    notes = []
+    with Gradebook(f"sqlite:///{database}") as gradebook:
+        for record in records:
+            slug, student = record["assignment"], record["student"]
+            if slug is None:
+                continue
+            if record.get("status") != "graded":
+                # An ungraded submission has no points to give: never a 0 in the gradebook,
+                # and never over a score another grader (nbgrader autograde) wrote there.
+                notes.append(
+                    f"{student}/{slug}: not graded ({str(record.get('error'))[:200]}); the "
+                    "gradebook keeps what it had"
+                )
+                continue
+            try:
+                gradebook.find_assignment(slug)
+            except MissingEntry:
+                notes.append(f"{slug} is not in the gradebook: run nbgrader generate_assignment")
+                continue
+            gradebook.update_or_create_student(student)
+            try:
+                gradebook.find_submission(slug, student)
+            except MissingEntry:
+                gradebook.add_submission(slug, student)
+            for test in record["tests"]:
+                try:
+                    grade = gradebook.find_grade(test["grade_id"], slug, slug, student)
+                except MissingEntry:
+                    notes.append(f"{student}/{slug}: no graded cell {test['grade_id']}")
+                    continue
+                grade.auto_score = float(test["points"])
+            if "late" in record:
+                # nbgrader's own field for it: `nbgrader export` then shows raw_score,
+                # late_submission_penalty and score as the kit's gradebook does.
+                notebook = gradebook.find_submission_notebook(slug, slug, student)
+                notebook.late_submission_penalty = round(record["raw_score"] - record["score"], 4)
+            gradebook.db.commit()
+    return notes
