@@ -60,10 +60,15 @@ def recorded_caller() -> Callable[..., dict[str, Any]]:
     ``call_recorded``, ``Recorder``'s methods or an adapter in their modules afterwards
     changes nothing it calls. (Code that digs out the worker's own objects can still
     forge what the worker reports; the scan notes such digging for the instructor.)"""
-    recorder_class = type("Recorder", (Recorder,), {
-        k: v for k, v in vars(Recorder).items()
-        if (not k.startswith("__") or callable(v)) and k != HOOKS  # hook classes of its own
-    })  # fmt: skip
+    recorder_class = type(
+        "Recorder",
+        (Recorder,),
+        {
+            k: v
+            for k, v in vars(Recorder).items()
+            if (not k.startswith("__") or callable(v)) and k != HOOKS  # hook classes of its own
+        },
+    )
     if torch_loaded():
         recorder_class.hook_classes()
     adapters = dict(ADAPTERS)

@@ -18,6 +18,7 @@ from attnkit_autograder.classes.discovery import discover
 from attnkit_autograder.classes.results import result_paths, write_gradebook
 from attnkit_autograder.classes.supervisor import grade_all
 from attnkit_autograder.grading.catalogue import load_mistakes
+from attnkit_autograder.grading.options import GradeOptions
 from attnkit_autograder.grading.pipeline import GradeSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +44,7 @@ def graded_mistakes(tmp_path_factory):
     for slug in ASSIGNMENTS:
         correct = fill_notebook(released_notebook(slug, ROOT / "assignments"), slug)
         write_notebook(correct, tmp / "subs" / f"correct_{slug}.ipynb")
-    settings = GradeSettings(call_timeout=10.0, budget=120.0)
+    settings = GradeSettings(GradeOptions(timeout=10.0, budget=120.0))
     grade_all(discover(tmp / "subs"), tmp / "out", settings, jobs=2)
     return {
         (r["student"], r["assignment"]): r

@@ -9,6 +9,7 @@ import pytest
 
 from attnkit.notebook_code import python_cells
 from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.grading.options import GradeOptions
 from attnkit_autograder.grading.pipeline import GradeSettings, grade_submission
 from attnkit_autograder.grading.submission import Submission
 
@@ -59,6 +60,8 @@ def test_a_stopped_cell_that_left_a_thread_costs_no_exercise(tmp_path: Path) -> 
         {"cell_type": "code", "metadata": {}, "outputs": [], "source": LINGERING_LOOP}
     )
     path = write_notebook(notebook, tmp_path / f"ann_{slug}.ipynb")
-    record = grade_submission(Submission("ann", slug, path), GradeSettings(cell_timeout=3))
+    record = grade_submission(
+        Submission("ann", slug, path), GradeSettings(GradeOptions(cell_timeout=3))
+    )
     assert record["score"] == record["max_score"], [t["message"] for t in record["tests"]]
     assert any("stopped at its time limit and left a thread" in n for n in record["notes"])

@@ -15,12 +15,13 @@ import pytest
 from attnkit.outcome import FAILED, INTERNAL, Outcome
 from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
 from attnkit_autograder.grading import harness
+from attnkit_autograder.grading.options import GradeOptions
 from attnkit_autograder.grading.pipeline import GradeSettings, grade_submission
 from attnkit_autograder.grading.submission import Submission
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUG = "01_numpy_attention"
-SETTINGS = GradeSettings(call_timeout=10.0, cell_timeout=10.0, budget=90.0)
+SETTINGS = GradeSettings(GradeOptions(timeout=10.0, cell_timeout=10.0, budget=90.0))
 
 
 def graded(tmp_path: Path, body: str) -> dict:

@@ -23,6 +23,7 @@ from attnkit_autograder.classes.feedback import write_feedback
 from attnkit_autograder.classes.results import result_paths, storage_name, write_gradebook
 from attnkit_autograder.classes.supervisor import grade_all
 from attnkit_autograder.grading.catalogue import mistakes_for
+from attnkit_autograder.grading.options import GradeOptions
 from attnkit_autograder.grading.pipeline import GradeSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +52,7 @@ def reports(tmp_path_factory) -> dict[str, Path]:
     write_notebook(buggy, tmp / "subs" / f"buggy_{SLUG}.ipynb")
     (tmp / "subs" / f"broken_{SLUG}.ipynb").write_text('{"cells": [}')
     out = tmp / "out"
-    grade_all(discover(tmp / "subs"), out, GradeSettings(feedback=True), jobs=2)
+    grade_all(discover(tmp / "subs"), out, GradeSettings(GradeOptions(feedback=True)), jobs=2)
     write_gradebook(out, result_paths(out))
     write_feedback(out)
     return {

@@ -12,6 +12,7 @@ import pytest
 
 from attnkit.cli import build_parser
 from attnkit_autograder.classes.results import write_atomic
+from attnkit_autograder.grading.options import GradeOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -192,7 +193,9 @@ def test_a_syntax_error_leads_the_exercise_row_in_every_report(tmp_path: Path) -
     notebook = fill_notebook(released_notebook(slug, ROOT / "assignments"), slug,
                              {"SelfAttention_v1": body})  # fmt: skip
     path = write_notebook(notebook, tmp_path / f"sam_{slug}.ipynb")
-    record = grade_submission(Submission("sam", slug, path), GradeSettings(budget=90.0))
+    record = grade_submission(
+        Submission("sam", slug, path), GradeSettings(GradeOptions(budget=90.0))
+    )
     v1 = [t for t in record["tests"] if t["exercise"] == "SelfAttention_v1"]
     assert v1 and all(t["status"] != "passed" for t in v1)
     for test in v1:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.grading.options import GradeOptions
 from attnkit_autograder.grading.pipeline import GradeSettings, grade_submission
 from attnkit_autograder.grading.submission import Submission
 from attnkit_autograder.sandbox.zygote import discard_zygote
@@ -61,7 +62,9 @@ def grade(tmp_path: Path, name: str, overrides: dict, extra: str | None = None) 
         )
     path = write_notebook(notebook, tmp_path / f"{name}_{SLUG}.ipynb")
     try:
-        return grade_submission(Submission(name, SLUG, path), GradeSettings(call_timeout=20))
+        return grade_submission(
+            Submission(name, SLUG, path), GradeSettings(GradeOptions(timeout=20))
+        )
     finally:
         discard_zygote()
 

@@ -24,13 +24,14 @@ from attnkit_autograder.classes import grader_server, results, supervisor
 from attnkit_autograder.classes.results import deliver, missing
 from attnkit_autograder.classes.supervisor import grade_all
 from attnkit_autograder.grading import pipeline
+from attnkit_autograder.grading.options import GradeOptions
 from attnkit_autograder.grading.pipeline import GradeSettings
 from attnkit_autograder.grading.records import error_record
 from attnkit_autograder.grading.submission import Submission
 
 ROOT = Path(__file__).resolve().parents[1]
 SLUG = "01_numpy_attention"
-FAST = GradeSettings(budget=1.0, overrun_grace=1.0)
+FAST = GradeSettings(GradeOptions(budget=1.0), overrun_grace=1.0)
 
 
 # --- the supervisor, with graders that misbehave on purpose -----------------------------------

@@ -23,6 +23,7 @@ from attnkit_autograder.authoring.corpus import released_notebook
 from attnkit_autograder.classes.discovery import discover
 from attnkit_autograder.classes.results import result_paths, write_gradebook
 from attnkit_autograder.classes.supervisor import grade_all
+from attnkit_autograder.grading.options import GradeOptions
 from attnkit_autograder.grading.pipeline import GradeSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +35,7 @@ GRADER_OWNED = [
     ROOT / "autograder" / "lessons" / "mistakes.toml",
     ROOT / "attnkit" / "student_process" / "worker.py",
 ]
-SETTINGS = GradeSettings(call_timeout=3.0, cell_timeout=5.0, budget=60.0, memory_mb=1024)
+SETTINGS = GradeSettings(GradeOptions(timeout=3.0, cell_timeout=5.0, budget=60.0, memory_mb=1024))
 
 
 def digest(path: Path) -> str:
@@ -210,7 +211,8 @@ def test_nothing_of_one_submission_reaches_the_next() -> None:
     seen, notes = [], []
     for cells in ([plant, plant_probe], [look]):
         sandbox = IsolatedSubmission(
-            [Cell(i + 1, c) for i, c in enumerate(cells)], call_timeout=30, budget=60
+            [Cell(i + 1, c) for i, c in enumerate(cells)],
+            GradeOptions(timeout=30, budget=60).limits(),
         )
         try:
             result = sandbox.run(

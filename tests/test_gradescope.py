@@ -131,18 +131,19 @@ def test_a_grader_fault_records_no_score_on_gradescope(tmp_path, monkeypatch) ->
     """The grader failed, not the student: run_autograder exits 1 and leaves no results.json
     (Gradescope then shows an autograder failure staff can rerun), never a 0, and a stale
     results.json from an earlier run is not left to stand in for it."""
+    from attnkit_autograder.cli import run_autograder
     from attnkit_autograder.platforms import gradescope
 
     record = {"status": "error", "error": "the grader failed twice", "fault": "grader"}
     with pytest.raises(gradescope.GraderFault):
         to_results({"submissions": [record]})
     monkeypatch.setattr(
-        gradescope, "grade_for_gradescope", lambda *a: to_results({"submissions": [record]})
+        run_autograder, "grade_for_gradescope", lambda *a: to_results({"submissions": [record]})
     )
     stale = tmp_path / "results" / "results.json"
     stale.parent.mkdir()
     stale.write_text('{"score": 0}')
-    assert gradescope.main(["--root", str(tmp_path), "--assignment", "2"]) == 1
+    assert run_autograder.main(["--root", str(tmp_path), "--assignment", "2"]) == 1
     assert not stale.exists()
 
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from attnkit.errors import KitError
 from attnkit_autograder.classes import hand_in, late, results, run_manifest
 from attnkit_autograder.classes.discovery import discover
+from attnkit_autograder.grading.options import GradeOptions
 from attnkit_autograder.platforms import lms_export
 from attnkit_autograder.platforms.gradescope import apply_late_policy, to_results
 
@@ -263,7 +264,8 @@ def test_the_gradebook_and_the_exports_keep_both_scores(tmp_path, policy) -> Non
         write_result(out, members, graded(student, raw), member)
     manifest = run_manifest.ClassManifest(
         submissions=str(tmp_path), assignment=None,
-        options={"late_policy": policy.to_dict()}, hidden_tests="x", members=tuple(members),
+        options=GradeOptions(late_policy=policy.to_dict()), hidden_tests="x",
+        members=tuple(members),
     )  # fmt: skip
     adjust = late.gradebook_adjuster(manifest, out)
     results.write_gradebook(out, [out / m.result for m in members], adjust)
@@ -372,24 +374,21 @@ def test_every_gradebook_writer_applies_the_classs_policy(tmp_path, policy) -> N
     write_result(out, members, graded("ada", 14.0), member)
     manifest = run_manifest.ClassManifest(
         submissions=str(tmp_path), assignment=None,
-        options={"late_policy": policy.to_dict()}, hidden_tests="x", members=tuple(members),
+        options=GradeOptions(late_policy=policy.to_dict()), hidden_tests="x",
+        members=tuple(members),
     )  # fmt: skip
     (row,) = grade_command.class_records(out, manifest)
     assert (row["raw_score"], row["score"]) == (14.0, pytest.approx(11.2))
 
 
-def test_a_slurm_regrade_refuses_a_new_policy(tmp_path) -> None:
-    import argparse
+def test_a_slurm_regrade_refuses_a_new_policy(tmp_path, capsys) -> None:
+    from attnkit.cli import run as attnkit_run
 
-    from attnkit_autograder.platforms import slurm
-
-    args = argparse.Namespace(
-        regrade=True, submissions=None, out=tmp_path, shards=2, assignment=None,
-        feedback=False, seed_per_student=False, course_secret=None,
-        late_policy=tmp_path / "new.toml",
-    )  # fmt: skip
-    with pytest.raises(KitError, match=r"records \(the late policy included\)"):
-        slurm.commands_for(args, tmp_path)
+    new = tmp_path / "new.toml"
+    new.write_text("[late]\npenalty_per_day = 10\n")
+    argv = ["slurm", "--regrade", "--out", str(tmp_path), "--shards", "2", "--late-policy"]
+    assert attnkit_run([*argv, str(new)]) == 1
+    assert "records (the late policy included)" in capsys.readouterr().err
 
 
 def test_extension_names_are_compared_as_people_write_them(tmp_path) -> None:

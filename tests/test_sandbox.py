@@ -14,7 +14,7 @@ import pytest
 
 from attnkit.notebook_code import Cell
 from attnkit_autograder.sandbox.errors import WorkerCrashed, WorkerTimeout
-from attnkit_autograder.sandbox.isolation import IsolatedSubmission
+from attnkit_autograder.sandbox.isolation import IsolatedSubmission, Limits
 from attnkit_autograder.sandbox.zygote import (
     SandboxSettings,
     SandboxUnavailable,
@@ -28,8 +28,9 @@ pytestmark = pytest.mark.slow
 
 def submission(*sources: str, **kwargs) -> IsolatedSubmission:
     cells = [Cell(i + 1, s) for i, s in enumerate(sources)]
-    options = {"call_timeout": 10.0, "cell_timeout": 10.0, "budget": 60.0} | kwargs
-    return IsolatedSubmission(cells, **options)
+    limits = {"call_timeout": 10.0, "cell_timeout": 10.0, "budget": 60.0, "memory_bytes": 2 << 30}
+    limits |= {k: kwargs.pop(k) for k in list(kwargs) if k in limits}
+    return IsolatedSubmission(cells, Limits(**limits), **kwargs)
 
 
 def answer(impl: IsolatedSubmission, name: str = "probe") -> object:
@@ -126,7 +127,7 @@ def test_pid_1_cannot_be_killed_and_nothing_is_left_for_the_next_submission() ->
     )
     try:
         assert answer(second) == 0
-        assert second.spawned == 1
+        assert second.workers.spawned == 1
     finally:
         second.close()
 

@@ -25,10 +25,11 @@ from pathlib import Path
 import pytest
 
 from attnkit.notebook_code import Cell
+from attnkit_autograder.grading.options import GradeOptions
 from attnkit_autograder.sandbox import user as sandbox_user
 from attnkit_autograder.sandbox import zygote as sandbox
 from attnkit_autograder.sandbox.errors import SubmissionError, WorkerCrashed
-from attnkit_autograder.sandbox.isolation import IsolatedSubmission
+from attnkit_autograder.sandbox.isolation import IsolatedSubmission, Limits
 from attnkit_autograder.sandbox.layout import SandboxSettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,8 +38,9 @@ pytestmark = pytest.mark.slow
 
 def submission(*sources: str, **kwargs) -> IsolatedSubmission:
     cells = [Cell(i + 1, s) for i, s in enumerate(sources)]
-    options = {"call_timeout": 20.0, "cell_timeout": 20.0, "budget": 90.0} | kwargs
-    return IsolatedSubmission(cells, **options)
+    limits = {"call_timeout": 20.0, "cell_timeout": 20.0, "budget": 90.0, "memory_bytes": 2 << 30}
+    limits |= {k: kwargs.pop(k) for k in list(kwargs) if k in limits}
+    return IsolatedSubmission(cells, Limits(**limits), **kwargs)
 
 
 def answer(impl: IsolatedSubmission, name: str = "probe") -> object:
@@ -354,7 +356,7 @@ def test_workers_the_grader_ended_or_that_ended_themselves_are_not_blamed_on_the
             answer(timed_out)
     finally:
         timed_out.close()
-    assert [e.by_sandbox for e in timed_out.endings] == [True]
+    assert [e.by_sandbox for e in timed_out.workers.endings] == [True]
     assert timed_out.killed_from_outside() == []
     # A worker cannot SIGKILL itself (that would pass for an outside kill): it is refused,
     # and a worker that exits by itself is reported with its status.
@@ -371,7 +373,7 @@ def test_workers_the_grader_ended_or_that_ended_themselves_are_not_blamed_on_the
             answer(exits)
     finally:
         exits.close()
-    assert [(e.exit, e.signal) for e in exits.endings] == [(3, None)]
+    assert [(e.exit, e.signal) for e in exits.workers.endings] == [(3, None)]
     assert exits.killed_from_outside() == []
 
 
@@ -391,7 +393,7 @@ def test_a_submission_whose_worker_is_killed_from_outside_is_regraded(tmp_path: 
     # killed, however fast the machine grades the rest.
     notebook = add_cell(fill_notebook(released, slug), "import time\ntime.sleep(3)", 0)
     path = write_notebook(notebook, tmp_path / "ann.ipynb")
-    settings = GradeSettings(call_timeout=10.0, cell_timeout=10.0, budget=90.0)
+    settings = GradeSettings(GradeOptions(timeout=10.0, cell_timeout=10.0, budget=90.0))
     stop, killed = threading.Event(), []
     killer = threading.Thread(target=kill_first_worker, args=(stop, killed, 1.0))
     killer.start()

@@ -6,7 +6,6 @@ another; and the secret is refused when unusable and never written anywhere."""
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import hmac
 import json
@@ -16,6 +15,7 @@ import stat
 import subprocess
 import sys
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +37,11 @@ from attnkit_autograder.grading.harness import (
     reference_implementation,
     run_suite,
 )
+from attnkit_autograder.grading.options import GradeOptions
 from attnkit_autograder.grading.per_student import CourseSecret, CourseSecretError, inputs_of
 from attnkit_autograder.grading.suite_support import input_seed, randn, rng, salted
 from attnkit_autograder.platforms import gradescope, slurm
+from attnkit_autograder.sandbox.isolation import CellHistory
 from attnkit_solutions.exercises import reference_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,20 +100,15 @@ def test_the_suites_draw_random_inputs_only_through_the_seam() -> None:
         assert "default_rng" not in suite.read_text(encoding="utf-8"), suite.name
 
 
-OPTIONS = {
-    "timeout": 10.0, "budget": 120.0, "memory_mb": 2048, "cell_timeout": 30.0,
-    "feedback": False, "no_sandbox": False, "sandbox_user": None, "gradebook": None,
-}  # fmt: skip
+OPTIONS = GradeOptions()
 """The default grade options, as a class.json from before the option holds them."""
 
 
 def test_the_stamp_without_the_option_is_the_old_one() -> None:
-    options = dict(OPTIONS)
     old = "05a0e77820437f91"  # the stamp of these options before the option existed
-    assert run_manifest.stamp("0123456789abcdef", options) == old
-    assert run_manifest.stamp("0123456789abcdef", {**options, "seed_per_student": None}) == old
-    ours = run_manifest.stamp("0123456789abcdef", {**options, "seed_per_student": "1a2b3c"})
-    theirs = run_manifest.stamp("0123456789abcdef", {**options, "seed_per_student": "4d5e6f"})
+    assert run_manifest.stamp("0123456789abcdef", OPTIONS) == old
+    ours = run_manifest.stamp("0123456789abcdef", replace(OPTIONS, seed_per_student="1a2b3c"))
+    theirs = run_manifest.stamp("0123456789abcdef", replace(OPTIONS, seed_per_student="4d5e6f"))
     assert len({old, ours, theirs}) == 3
     record = {"status": "graded", "source_sha256": "ab", "graded_with": ours}
     assert results.is_current(record, "ab", stamp=ours)
@@ -162,8 +159,7 @@ class InProcess(LocalImplementation):
 
     def __init__(self, namespace: dict) -> None:
         super().__init__(namespace)
-        self.cell_failures, self.notes, self.spawned = {}, [], 0
-        self.sandbox, self.cell_seconds, self.shared_cells = {}, {}, []
+        self.history, self.spawned, self.sandbox = CellHistory(), 0, {}
 
     def prepare(self) -> None:
         pass
@@ -368,12 +364,12 @@ def test_a_regrade_needs_the_secret_again(tmp_path, monkeypatch, capsys) -> None
     manifest = run_manifest.ClassManifest(
         submissions=str(tmp_path / "subs"),
         assignment=None,
-        options={**OPTIONS, "seed_per_student": SECRET.digest},
+        options=replace(OPTIONS, seed_per_student=SECRET.digest),
         hidden_tests="0",
         members=(),
     )
     run_manifest.write(out, manifest)
-    assert run_manifest.read(out).options["seed_per_student"] == SECRET.digest
+    assert run_manifest.read(out).options.seed_per_student == SECRET.digest
     assert attnkit_run(["regrade", str(out)]) == 2
     err = capsys.readouterr().err
     assert "--seed-per-student" in err and "--course-secret FILE" in err
@@ -381,12 +377,9 @@ def test_a_regrade_needs_the_secret_again(tmp_path, monkeypatch, capsys) -> None
     # another one is said, and its results are not current.
     same, other = secret_file(tmp_path, "a course secret of 32 characters"), tmp_path / "other"
     other.write_text("another secret, also 32 chars..."), other.chmod(0o600)
+    isolation = {"no_sandbox": False, "sandbox_user": None}
     for path, note in ((same, False), (other, True)):
-        args = argparse.Namespace(
-            out=out, jobs=1, shard=None, shards=None, no_sandbox=False, sandbox_user=None,
-            course_secret=path,
-        )  # fmt: skip
-        grading = regrade.grade_arguments(manifest, out / "regrade", args)
+        grading = regrade.regrade_request(manifest, out / "regrade", 1, None, isolation, path)
         settings = grade_command.settings_of(grading)
         assert settings.course_secret.digest == CourseSecret(path.read_bytes().strip()).digest
         first = run_manifest.stamp(run_manifest.hidden_tests_fingerprint(), manifest.options)
@@ -396,7 +389,7 @@ def test_a_regrade_needs_the_secret_again(tmp_path, monkeypatch, capsys) -> None
     document = json.loads((out / run_manifest.NAME).read_text())
     del document["options"]["seed_per_student"]
     (out / run_manifest.NAME).write_text(json.dumps(document))
-    assert run_manifest.read(out).options["seed_per_student"] is None
+    assert run_manifest.read(out).options.seed_per_student is None
 
 
 # -- the scripts and the zip carry the secret's file, or a copy kept from students ------------
@@ -416,23 +409,18 @@ def test_the_sbatch_scripts_pass_the_secrets_file_never_the_secret(tmp_path) -> 
     path.chmod(0o604)
     assert attnkit_run(argv) == 2  # refused now, not on the cluster
     path.chmod(0o600)
-    graded = {**OPTIONS, "seed_per_student": SECRET.digest}
+    graded = replace(OPTIONS, seed_per_student=SECRET.digest)
     run_manifest.write(out, run_manifest.ClassManifest(str(subs), None, graded, "0", ()))
-    args = slurm_args(out, regrade=True)
     with pytest.raises(CourseSecretError, match="from a file"):
-        slurm.commands_for(args, out)
-    args.course_secret = path
-    _shard_task, merge_job = slurm.commands_for(args, out)
+        slurm.commands_for(slurm_job(out, regrade=True), out)
+    _shard_task, merge_job = slurm.commands_for(slurm_job(out, True, path), out)
     assert (
         merge_job[-2:] == ["--course-secret", str(path)] and "--seed-per-student" not in merge_job
     )
 
 
-def slurm_args(out: Path, regrade: bool) -> Any:
-    return argparse.Namespace(
-        regrade=regrade, submissions=None, out=out, shards=2, assignment=None, feedback=False,
-        seed_per_student=False, course_secret=None, late_policy=None,
-    )  # fmt: skip
+def slurm_job(out: Path, regrade: bool, course_secret: Path | None = None) -> slurm.SlurmJob:
+    return slurm.SlurmJob(out=out, shards=2, regrade=regrade, course_secret=course_secret)
 
 
 def test_the_gradescope_zip_grades_with_the_students_gradescope_id(tmp_path) -> None:
@@ -502,7 +490,7 @@ def test_a_real_grading_run_writes_only_the_secrets_digest(tmp_path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     digest = CourseSecret(VALUE.encode()).digest
-    assert run_manifest.read(out).options["seed_per_student"] == digest
+    assert run_manifest.read(out).options.seed_per_student == digest
     grades = json.loads((out / "grades.json").read_text())
     assert [r["score"] == r["max_score"] > 0 for r in grades["submissions"]] == [True, True]
     records = [json.loads(p.read_text()) for p in (out / "results").rglob("*.json")]

@@ -264,7 +264,7 @@ def test_results_graded_with_other_tests_or_options_are_never_current(graded, tm
     out = copy_of(graded["single"], tmp_path / "out")
     upgrade = {"PYTHONPATH": str(changed_suite(tmp_path))}
     printed = subprocess.run(
-        [sys.executable, "-c", "from attnkit_autograder import run_manifest as m; "
+        [sys.executable, "-c", "from attnkit_autograder.classes import run_manifest as m; "
          "print(m.hidden_tests_fingerprint())"],
         capture_output=True, text=True, env={**os.environ, **upgrade}, check=True,
     ).stdout.strip()  # fmt: skip

@@ -14,6 +14,7 @@ import torch
 
 from attnkit.student_process.shared_cells import cell_reads, compute, hand_over, value_bytes
 from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.grading.options import GradeOptions
 from attnkit_autograder.grading.pipeline import GradeSettings, grade_submission
 from attnkit_autograder.grading.shared_cells import imported_modules, shareable_cells
 from attnkit_autograder.grading.submission import Submission
@@ -158,7 +159,9 @@ SLUG = "02_self_attention"
 
 def graded(tmp_path: Path, name: str, notebook: dict) -> dict:
     path = write_notebook(notebook, tmp_path / f"{name}_{SLUG}.ipynb")
-    return grade_submission(Submission(name, SLUG, path), GradeSettings(cell_timeout=20))
+    return grade_submission(
+        Submission(name, SLUG, path), GradeSettings(GradeOptions(cell_timeout=20))
+    )
 
 
 def data_cell(notebook: dict) -> int:

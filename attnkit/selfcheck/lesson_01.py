@@ -119,9 +119,11 @@ def attention_matches_torch(probe: Probe) -> None:
     context, weights = pair(probe.call(X, W_q, W_k, W_v)["out"], "self_attention")
     q, k, v = X @ W_q, X @ W_k, X @ W_v
     expect_array(
-        context, torch_attention("attention_context", q, k, v), kind="ndarray",
+        context,
+        torch_attention("attention_context", q, k, v),
+        kind="ndarray",
         what="the context vectors",
-    )  # fmt: skip
+    )
     # The weights are PyTorch's softmax of the scaled scores (d_k = 4).
     weights_wanted = torch_softmax("attention_weights", q @ k.T / 2.0, -1)
     expect_array(weights, weights_wanted, kind="ndarray", what="the attention weights")

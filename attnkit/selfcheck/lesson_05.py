@@ -201,11 +201,19 @@ def diagonal_scores(probe: Probe) -> None:
     previous = probe.call(heads, 1)["out"]
     expect_dtype(previous, np.float32, kind="tensor", what="diagonal_score(weights, 1)")
     # uniform: queries 1..4 pay 1/(i+1) to i-1: (1/2 + 1/3 + 1/4 + 1/5) / 4
-    expect_array(previous, f32(1.0, (1 / 2 + 1 / 3 + 1 / 4 + 1 / 5) / 4), kind="tensor",
-                 what="diagonal_score(weights, 1)")  # fmt: skip
+    expect_array(
+        previous,
+        f32(1.0, (1 / 2 + 1 / 3 + 1 / 4 + 1 / 5) / 4),
+        kind="tensor",
+        what="diagonal_score(weights, 1)",
+    )
     current = probe.call(heads, 0)["out"]
-    expect_array(current, f32(0.2, (1 + 1 / 2 + 1 / 3 + 1 / 4 + 1 / 5) / 5), kind="tensor",
-                 what="diagonal_score(weights, 0)")  # fmt: skip
+    expect_array(
+        current,
+        f32(0.2, (1 + 1 / 2 + 1 / 3 + 1 / 4 + 1 / 5) / 5),
+        kind="tensor",
+        what="diagonal_score(weights, 0)",
+    )
 
 
 @visible(
@@ -294,5 +302,9 @@ def permutation_gaps(probe: Probe) -> None:
         torch.from_numpy(perm),
     )
     differences = (layer(tx[:, tp]) - layer(tx)[:, tp]).abs()
-    expect_array(ordered, np.array(differences.max().item()), kind="number",
-                 what="permutation_gap after positions")  # fmt: skip
+    expect_array(
+        ordered,
+        np.array(differences.max().item()),
+        kind="number",
+        what="permutation_gap after positions",
+    )

@@ -23,16 +23,30 @@ from dataclasses import dataclass
 from typing import Any
 
 SOFTMAX_KERNELS = frozenset(
-    {"aten._softmax", "aten.softmax", "aten._log_softmax", "aten.log_softmax",
-     "aten._safe_softmax", "aten.special_softmax", "aten.special_log_softmax"}
-)  # fmt: skip
+    {
+        "aten._softmax",
+        "aten.softmax",
+        "aten._log_softmax",
+        "aten.log_softmax",
+        "aten._safe_softmax",
+        "aten.special_softmax",
+        "aten.special_log_softmax",
+    }
+)
 ATTENTION_KERNELS = frozenset(
-    {"aten.scaled_dot_product_attention", "aten._scaled_dot_product_attention_math",
-     "aten._scaled_dot_product_flash_attention", "aten._scaled_dot_product_flash_attention_for_cpu",
-     "aten._scaled_dot_product_efficient_attention", "aten._scaled_dot_product_cudnn_attention",
-     "aten._scaled_dot_product_fused_attention_overrideable", "aten._safe_softmax",
-     "aten._native_multi_head_attention", "aten._transformer_encoder_layer_fwd"}
-)  # fmt: skip
+    {
+        "aten.scaled_dot_product_attention",
+        "aten._scaled_dot_product_attention_math",
+        "aten._scaled_dot_product_flash_attention",
+        "aten._scaled_dot_product_flash_attention_for_cpu",
+        "aten._scaled_dot_product_efficient_attention",
+        "aten._scaled_dot_product_cudnn_attention",
+        "aten._scaled_dot_product_fused_attention_overrideable",
+        "aten._safe_softmax",
+        "aten._native_multi_head_attention",
+        "aten._transformer_encoder_layer_fwd",
+    }
+)
 
 # Each forbidden call an exercise names (see attnkit.assignments), with the Python
 # functions that reach it and the ATen kernels that compute it.

@@ -188,8 +188,9 @@ def warm_recorder(recorder: Any, adapters: Any) -> None:
             with recorder.Recorder(names) as watching:
                 watching.canary()
                 adapters.call_function(namespace, "operations", [x], framework="torch")
-                adapters.run_module(namespace, "Layer", [4], [x], train=True,
-                                    grad_output=np.ones_like(x))  # fmt: skip
+                adapters.run_module(
+                    namespace, "Layer", [4], [x], train=True, grad_output=np.ones_like(x)
+                )
                 watching.canary()
                 watching.kernel_names()
         except Exception as exc:  # a warm-up only: each worker then pays for its first calls

@@ -24,10 +24,20 @@ MAX_JSON_BYTES = 4 * 1024 * 1024
 ALLOWED_DTYPES = frozenset(
     np.dtype(t).str
     for t in (
-        np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-        np.uint64, np.float16, np.float32, np.float64,
+        np.bool_,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+        np.float16,
+        np.float32,
+        np.float64,
     )
-)  # fmt: skip
+)
 
 
 class WireError(ValueError):

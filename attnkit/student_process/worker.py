@@ -224,12 +224,24 @@ class Worker:
                 n: self.run.namespace[n] for n in watch if n in self.run.namespace
             }
         if request.get("skip"):
-            return {"status": "ok", "error_type": "", "message": "", "line": None,
-                    "withheld": reached()}  # fmt: skip
+            return {
+                "status": "ok",
+                "error_type": "",
+                "message": "",
+                "line": None,
+                "withheld": reached(),
+            }
         shared = SHARED.get(cell.source) if request.get("shared") else None
         if shared is not None and hand_over(shared, self.run.namespace):
-            return {"status": "ok", "error_type": "", "message": "", "line": None,
-                    "threads": other_tasks(), "shared": True, "withheld": reached()}  # fmt: skip
+            return {
+                "status": "ok",
+                "error_type": "",
+                "message": "",
+                "line": None,
+                "threads": other_tasks(),
+                "shared": True,
+                "withheld": reached(),
+            }
         outcome = self.run_whole_cell(cell, request.get("timeout"))
         return {
             "status": outcome.status,

@@ -1,20 +1,30 @@
-"""``attnkit grade``: find the submissions, choose the isolation, grade them all under the
-supervisor, write the gradebook, and say plainly what could not be graded."""
+"""Grading a class: find the submissions, choose the isolation, grade them all under the
+supervisor, write the gradebook, and say plainly what could not be graded.
+
+:func:`grade` is the one entry point: ``attnkit grade``, a Slurm task and ``attnkit regrade``
+all call it with a :class:`GradeRequest`.
+"""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attnkit.errors import KitError
 from attnkit.terminal import one_line, raw
 
-from ..grading import per_student
-from ..grading.submission import MAX_SUBMISSION_BYTES, Refused, Submission, read_submission_file
+from ..grading.options import GradeOptions
+from ..grading.per_student import CourseSecret
+from ..grading.submission import (
+    MAX_SUBMISSION_BYTES,
+    Refused,
+    Submission,
+    read_submission_file,
+)
 from . import discovery, late, results, run_manifest, shards
 from .grader_server import start_grader_server
 from .shards import Shard
@@ -24,200 +34,99 @@ if TYPE_CHECKING:
     from .supervisor import RunOutcome
 
 
-def add_parser(commands: Any) -> None:
-    """The ``grade`` sub-command and its options."""
-    grade = commands.add_parser(
-        "grade",
-        help="(instructors) grade submissions with the hidden tests, each in a sandbox",
-        description="Grade every submission under SUBMISSIONS (a folder per student, "
-        "nbgrader's submitted/ folder, or notebook files) and write OUT/grades.json and "
-        "OUT/grades.csv. Rerunning resumes; --force regrades everything.",
-    )
-    grade.add_argument(
-        "submissions",
-        type=Path,
-        metavar="SUBMISSIONS",
-        help="a notebook, a folder of them (LMS downloads), or an nbgrader course",
-    )
-    grade.add_argument(
-        "--out",
-        type=Path,
-        required=True,
-        metavar="OUT",
-        help="where grades.json, grades.csv, results/ and feedback/ go",
-    )
-    grade.add_argument("--assignment", help="grade every file as this assignment")
-    grade.add_argument(
-        "--jobs",
-        type=int,
-        default=None,
-        help="grader processes (default: cores; 1 with --sandbox-user)",
-    )
-    grade.add_argument("--force", action="store_true", help="regrade submissions already graded")
-    grade.add_argument("--timeout", type=float, default=10.0, help="seconds per hidden test call")
-    grade.add_argument(
-        "--budget",
-        type=float,
-        default=120.0,
-        help="seconds per submission for its notebook's cells, and as long again for the "
-        "hidden tests",
-    )
-    grade.add_argument("--memory-mb", type=int, default=2048, help="memory per submission (MiB)")
-    grade.add_argument(
-        "--cell-timeout",
-        type=float,
-        default=30.0,
-        help="seconds one notebook cell may run before it is stopped (default 30)",
-    )
-    for add_options in (
-        add_isolation_options,
-        add_shard_options,
-        per_student.add_options,
-        add_class_options,
-    ):
-        add_options(grade)
-    grade.set_defaults(handler=run, publish=True)
+@dataclass(frozen=True)
+class GradeRequest:
+    """One grading run: what to grade, where its results go, and how."""
+
+    submissions: Path
+    out: Path
+    options: GradeOptions = field(default_factory=GradeOptions)
+    assignment: str | None = None
+    """Every file is graded as this assignment (a slug), whatever its name says."""
+    jobs: int | None = None
+    """Grader processes (None: the cores this process may run on; 1 with a sandbox user)."""
+    force: bool = False
+    """Grade again what already has a current result."""
+    shard: Shard | None = None
+    """Grade only this slice of the class, into OUT/shard-I-of-N."""
+    secret: CourseSecret | None = None
+    """The course secret, when ``options.seed_per_student`` holds its digest."""
 
 
-def add_class_options(grade: argparse.ArgumentParser) -> None:
-    """What a run writes besides the grades: feedback, nbgrader's gradebook, late policy."""
-    grade.add_argument(
-        "--feedback",
-        action="store_true",
-        help="also write a feedback report per submission: OUT/feedback/<student>/*.html, .txt",
-    )
-    grade.add_argument(
-        "--gradebook",
-        type=Path,
-        metavar="COURSE",
-        help="also write the grades into this nbgrader course's gradebook (automatic when "
-        "SUBMISSIONS is a course or its submitted/ folder)",
-    )
-    grade.add_argument(
-        "--late-policy",
-        type=Path,
-        metavar="POLICY.toml",
-        help="apply this late policy (deadlines, extensions, a penalty per day): grades.json "
-        "keeps the raw and the final score, and why",
-    )
+@dataclass(frozen=True)
+class GradeRun:
+    """How a grading run ended: its exit status, the gradebook's rows, and whether they are
+    the whole class's (no shard, not interrupted), to hand to an nbgrader gradebook."""
+
+    code: int
+    records: list[dict[str, Any]]
+    complete: bool
 
 
-def add_isolation_options(grade: argparse.ArgumentParser) -> None:
-    grade.add_argument(
-        "--sandbox-user",
-        metavar="USER",
-        help="instead of bubblewrap, run submissions as this separate unprivileged user "
-        "(for hosts without user namespaces, e.g. Gradescope; needs root; weaker, see README)",
-    )
-    grade.add_argument(
-        "--no-sandbox",
-        action="store_true",
-        help="run submissions WITHOUT isolation: for trusted code only (recorded in results)",
-    )
-
-
-def add_shard_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--shard",
-        metavar="I/N",
-        help="grade only the I-th of N slices of the class, into OUT/shard-I-of-N; "
-        "`attnkit merge OUT` joins the slices (default: the job engine's array index, "
-        "if any: Slurm, Kubernetes Indexed Job, AWS Batch)",
-    )
-    parser.add_argument(
-        "--shards",
-        type=int,
-        metavar="N",
-        help="how many slices the job engine's array runs (needed with Kubernetes and AWS "
-        "Batch, whose index says only which; with Slurm, the array id is then the slice)",
-    )
-
-
-def choose_shard(args: argparse.Namespace) -> Shard | None:
-    """The slice this run grades: --shard I/N, else the job engine's variables, else none."""
-    if args.shard is not None:
-        if args.shards is not None:
-            raise KitError("--shard and --shards are both given.", "Pass only --shard I/N.")
-        return shards.parse_shard(args.shard)
-    return shards.from_environment(os.environ, args.shards)
-
-
-def find_submissions(args: argparse.Namespace) -> list[Submission]:
-    """Every submission under SUBMISSIONS (as --assignment, if given), or a refusal."""
-    if not args.submissions.exists():
-        raise KitError(f"{args.submissions} does not exist.", "Pass a folder of submissions.")
-    forced = None
-    if args.assignment:
-        from attnkit.assignments import get_assignment
-
-        try:
-            forced = get_assignment(args.assignment).slug
-        except KeyError as exc:
-            raise KitError(exc.args[0]) from None
-    submissions = discovery.discover(args.submissions, forced)
+def find_submissions(request: GradeRequest) -> list[Submission]:
+    """Every submission under SUBMISSIONS (as the request's assignment, if given), or a
+    refusal."""
+    if not request.submissions.exists():
+        raise KitError(f"{request.submissions} does not exist.", "Pass a folder of submissions.")
+    submissions = discovery.discover(request.submissions, request.assignment)
     if not submissions:
         raise KitError(
-            f"found no submissions (.ipynb or .py files) under {args.submissions}.",
+            f"found no submissions (.ipynb or .py files) under {request.submissions}.",
             "Give a folder per student, nbgrader's submitted/ folder, or notebook files.",
         )
     return submissions
 
 
-def settings_of(args: argparse.Namespace) -> GradeSettings:
+def settings_of(request: GradeRequest) -> GradeSettings:
     # Loaded here, not with this module: `attnkit grade` starts the graders' server first.
     from ..grading.pipeline import GradeSettings
 
-    secret = per_student.resolve(args)
-    options = run_manifest.options_of(args)
     return GradeSettings(
-        course_secret=secret,
-        stamp=run_manifest.stamp(run_manifest.hidden_tests_fingerprint(), options),
-        call_timeout=args.timeout,
-        budget=args.budget,
-        memory_mb=args.memory_mb,
-        feedback=args.feedback,
-        cell_timeout=args.cell_timeout,
-        sandbox=not args.no_sandbox,
-        sandbox_user=args.sandbox_user,
+        options=request.options,
+        course_secret=request.secret,
+        stamp=run_manifest.stamp(run_manifest.hidden_tests_fingerprint(), request.options),
     )
 
 
-def choose_isolation(args: argparse.Namespace, settings: GradeSettings) -> None:
+def choose_isolation(request: GradeRequest, settings: GradeSettings) -> int:
     """Check, before any grading, that the chosen isolation holds on this machine; refuse
-    with the fix rather than record every submission as an error. Sets the grader count."""
+    with the fix rather than record every submission as an error. The grader count."""
     from ..sandbox import user as sandbox_user
     from ..sandbox import zygote as sandbox
 
-    if args.jobs is None and not args.sandbox_user:
-        # The cores this process may run on: a Slurm or Kubernetes task is given fewer
-        # than the machine has.
-        args.jobs = len(os.sched_getaffinity(0)) or 1
-    if args.no_sandbox:
+    options = request.options
+    jobs = request.jobs
+    if options.no_sandbox:
         print(
             "WARNING: --no-sandbox: submissions run WITHOUT isolation. Use this for trusted "
             "code only; every result records it.",
             file=sys.stderr,
         )
-    elif args.sandbox_user:
-        if args.jobs is not None and args.jobs > 1:
+    elif options.sandbox_user:
+        if jobs is not None and jobs > 1:
             # Every grader's workers would share the one uid, and could signal each other.
             raise KitError(
                 "--sandbox-user grades with one grader process: workers of parallel graders "
                 "would share that user's uid.",
                 "Pass --jobs 1 with --sandbox-user (or use bubblewrap, which has no such limit).",
             )
-        args.jobs = 1
-        if not args.out.exists():
-            args.out.mkdir(mode=0o700, parents=True)
+        if not request.out.exists():
+            request.out.mkdir(mode=0o700, parents=True)
         # Without namespaces, file permissions alone keep the references, the other
         # students' files, OUT and the course secret from a submission: refuse to start
         # unless they do.
-        secret = [args.course_secret] if getattr(args, "course_secret", None) else []
-        sandbox_user.check_sandbox_user(args.sandbox_user, (args.submissions, args.out, *secret))
+        secret = [request.secret.path] if request.secret and request.secret.path else []
+        sandbox_user.check_sandbox_user(
+            options.sandbox_user, (request.submissions, request.out, *secret)
+        )
         print(f"sandbox: {sandbox.level_of(settings.sandbox_settings())}")
+        return 1
     else:
         level = sandbox.check_sandbox(sandbox.SandboxSettings())
         print(f"sandbox: {level}")
+    # The cores this process may run on: a Slurm or Kubernetes task is given fewer than the
+    # machine has.
+    return jobs if jobs is not None else (len(os.sched_getaffinity(0)) or 1)
 
 
 def names_matplotlib(submissions: list[Submission]) -> bool:
@@ -241,132 +150,143 @@ def names_matplotlib(submissions: list[Submission]) -> bool:
 
 
 def grade_into(
-    args: argparse.Namespace,
+    request: GradeRequest,
+    out: Path,
     submissions: list[Submission],
     settings: GradeSettings,
     manifest: run_manifest.ClassManifest,
+    jobs: int,
 ) -> tuple[RunOutcome, list[Submission], list[dict[str, Any]]]:
-    """Grade what is not graded yet into OUT, with a progress bar, then rebuild the
+    """Grade what is not graded yet into ``out``, with a progress bar, then rebuild the
     gradebook files (unless this is one shard of the class: a slice has none), with the
     class's late policy applied: (how the run went, what has no result, the records)."""
     from tqdm import tqdm
 
-    todo = results.pending(submissions, args.out, settings.feedback, args.force, settings.stamp)
+    todo = results.pending(
+        submissions, out, request.options.feedback, request.force, settings.stamp
+    )
     settings = dataclasses.replace(settings, plots=names_matplotlib(todo))
     skipped = len(submissions) - len(todo)
     if skipped:
-        print(f"{skipped} submission(s) already graded in {args.out}: skipped (--force regrades)")
+        print(f"{skipped} submission(s) already graded in {out}: skipped (--force regrades)")
     progress = tqdm(
         total=len(todo), unit="submission", desc="grading", disable=None, file=raw(sys.stderr)
     )
     from .supervisor import grade_all
 
     with progress as bar:
-        outcome = grade_all(todo, args.out, settings, args.jobs, progress=bar.update)
-    absent = results.missing(submissions, args.out, settings.stamp)
+        outcome = grade_all(todo, out, settings, jobs, progress=bar.update)
+    absent = results.missing(submissions, out, settings.stamp)
     # Only current results: a submission the grader failed on, or whose result is of an
     # older file, is left out of the gradebook (and named), never written as a 0.
     left_out = {id(s) for s in absent}
-    paths = results.result_paths(args.out, [s for s in submissions if id(s) not in left_out])
-    adjust = late.gradebook_adjuster(manifest, args.out)
+    paths = results.result_paths(out, [s for s in submissions if id(s) not in left_out])
+    adjust = late.gradebook_adjuster(manifest, out)
     if manifest.shard is not None:
         return outcome, absent, results.collect(paths, adjust)
     try:
-        records = results.write_gradebook(args.out, paths, adjust)
+        records = results.write_gradebook(out, paths, adjust)
     except OSError as exc:
         if absent:
-            report_missing(absent, outcome.lost, args.out, settings.stamp)
+            report_missing(absent, outcome.lost, out, settings.stamp)
         raise KitError(
-            results.disk_advice(args.out / "grades.json", exc) + ".",
+            results.disk_advice(out / "grades.json", exc) + ".",
             "grades.json and grades.csv were left as they were (both old, never half-written).",
         ) from None
     return outcome, absent, records
 
 
 def start_class(
-    args: argparse.Namespace, submissions: list[Submission], shard: Shard | None
+    request: GradeRequest, out: Path, submissions: list[Submission]
 ) -> run_manifest.ClassManifest:
     """Write OUT's class.json (the whole class, the options, the hidden tests' fingerprint)
     before grading. Results graded with other hidden tests or options are not current (each
     result is stamped with what it was graded with), so they are graded again, never mixed."""
-    manifest = run_manifest.of_run(args, submissions, shard)
-    previous = run_manifest.read_if_any(args.out)
+    manifest = run_manifest.of_run(
+        request.submissions, request.assignment, request.options, submissions, request.shard
+    )
+    previous = run_manifest.read_if_any(out)
     if previous is not None and previous.stamp != manifest.stamp:
         print(
-            f"the hidden tests, the kit or the grading options changed since {args.out} was "
+            f"the hidden tests, the kit or the grading options changed since {out} was "
             "graded: its results are graded again"
         )
-    before = None if previous is None else previous.options.get("late_policy")
-    if before is not None and manifest.options["late_policy"] is None:
+    before = None if previous is None else previous.options.late_policy
+    if before is not None and manifest.options.late_policy is None:
         print(
-            f"note: {args.out} was graded with a late policy and this run has none: its "
+            f"note: {out} was graded with a late policy and this run has none: its "
             "gradebook now holds the raw scores (pass --late-policy again to keep penalties)"
         )
-    elif before is not None and before != manifest.options["late_policy"]:
-        print(f"note: the late policy changed: {args.out}'s gradebook is rewritten with it")
-    run_manifest.write(args.out, manifest)
+    elif before is not None and before != manifest.options.late_policy:
+        print(f"note: the late policy changed: {out}'s gradebook is rewritten with it")
+    run_manifest.write(out, manifest)
     return manifest
 
 
-def run(args: argparse.Namespace) -> int:
-    """Grade submissions in isolated workers; write OUT/grades.json and OUT/grades.csv
-    (or, for one shard of the class, its results in OUT/shard-I-of-N)."""
-    from attnkit_data.verdict import locate_verdict
-
-    shard = choose_shard(args)
-    per_student.resolve(args)
-    problem = run_manifest.option_problem(run_manifest.options_of(args))
+def checked_request(request: GradeRequest) -> GradeRequest:
+    """The request with its options checked and SUBMISSIONS made absolute: ids of files of
+    no known assignment are digests of their paths, the same however SUBMISSIONS is typed
+    (and from any working folder, as shards and regrades run)."""
+    problem = run_manifest.option_problem(request.options.to_dict())
     if problem is not None:
         raise KitError(
             f"the grading options are not usable: {problem}.",
             "Give --timeout, --budget, --memory-mb and --cell-timeout as numbers above 0.",
         )
-    # Ids of files of no known assignment are digests of their paths: the same however
-    # SUBMISSIONS is typed (and from any working folder, as shards and regrades run).
-    args.submissions = Path(os.path.abspath(args.submissions))
+    secret = request.secret
+    digest = request.options.seed_per_student
+    if (secret is None) != (digest is None) or (secret and secret.digest != digest):
+        raise KitError("the course secret does not match --seed-per-student's digest.")
+    return dataclasses.replace(request, submissions=Path(os.path.abspath(request.submissions)))
+
+
+def grade(request: GradeRequest) -> GradeRun:
+    """Grade submissions in isolated workers; write OUT/grades.json and OUT/grades.csv
+    (or, for one shard of the class, its results in OUT/shard-I-of-N)."""
+    from attnkit_data.verdict import locate_verdict
+
+    request = checked_request(request)
     start_grader_server()  # loads PyTorch meanwhile: the checks below need no grader
-    submissions = find_submissions(args)
-    everyone = submissions
+    everyone = submissions = find_submissions(request)
+    shard, out = request.shard, request.out
     if shard is not None:
         print(f"grading {shard}")
         submissions = shards.slice_of(submissions, shard, run_manifest.submission_id)
-        args.out = args.out / shard.folder
-    settings = settings_of(args)
+        out = out / shard.folder
+    settings = settings_of(request)
     # The hidden suites feed real dataloader batches of the lesson text: find (or fetch
     # and verify) it once, now, rather than fail every submission on it.
     locate_verdict(progress=False)
-    choose_isolation(args, settings)
-    with results.exclusive(args.out):
-        manifest = start_class(args, everyone, shard)
-        outcome, absent, records = grade_into(args, submissions, settings, manifest)
-        if args.feedback:
+    jobs = choose_isolation(dataclasses.replace(request, out=out), settings)
+    with results.exclusive(out):
+        manifest = start_class(request, out, everyone)
+        outcome, absent, records = grade_into(request, out, submissions, settings, manifest, jobs)
+        if request.options.feedback:
             from . import feedback
 
-            reports = feedback.write_feedback(args.out)
+            reports = feedback.write_feedback(out)
     print(results.summary_table(records))
     if shard is None:
-        print(f"wrote {args.out / 'grades.json'} and {args.out / 'grades.csv'}")
+        print(f"wrote {out / 'grades.json'} and {out / 'grades.csv'}")
     else:
         print(
             f"{shard}: {len(submissions) - len(absent)} of {len(submissions)} submissions "
-            f"have a result in {args.out}; when every shard is done, run "
-            f"`attnkit merge {args.out.parent}`"
+            f"have a result in {out}; when every shard is done, run "
+            f"`attnkit merge {out.parent}`"
         )
-    if args.feedback:
-        print(f"wrote {len(reports)} feedback reports (HTML and text) in {args.out / 'feedback'}")
+    if request.options.feedback:
+        print(f"wrote {len(reports)} feedback reports (HTML and text) in {out / 'feedback'}")
     if outcome.interrupted:
         print(
             "interrupted: the results so far are saved; run the same command to resume",
             file=sys.stderr,
         )
-        return 130
-    if shard is None and args.publish:
-        publish_to_nbgrader(args.gradebook, args.submissions, records)
+        return GradeRun(130, records, complete=False)
     unreadable = report_late(manifest, records)
     if absent:
-        report_missing(absent, outcome.lost, args.out, settings.stamp)
-        return 1
-    return UNREADABLE_TIMES if unreadable else 0
+        report_missing(absent, outcome.lost, out, settings.stamp)
+        return GradeRun(1, records, complete=shard is None)
+    return GradeRun(UNREADABLE_TIMES if unreadable else 0, records, complete=shard is None)
 
 
 UNREADABLE_TIMES = 3
@@ -385,9 +305,9 @@ def report_late(manifest: run_manifest.ClassManifest, records: list[dict[str, An
     """Say what the late policy did, name every submission time that could not be read (by
     its file and line: the run then exits :data:`UNREADABLE_TIMES`), every submission with
     no recorded time, and every extension that names no student; the count unread."""
-    if manifest.options["late_policy"] is None:
+    if manifest.options.late_policy is None:
         return 0
-    policy = late.policy_from_dict(manifest.options["late_policy"])
+    policy = late.policy_from_dict(manifest.options.late_policy)
     verdicts = [r["late"] for r in records if "late" in r]
     penalised = sum(v["penalty_percent"] > 0 for v in verdicts)
     print(f"late policy: {penalised} of {len(verdicts)} graded submission(s) lost points")
@@ -416,20 +336,6 @@ def report_late(manifest: run_manifest.ClassManifest, records: list[dict[str, An
             file=sys.stderr,
         )
     return len(unreadable)
-
-
-def publish_to_nbgrader(
-    gradebook: Path | None, submissions: Path, records: list[dict[str, Any]]
-) -> None:
-    """Write the grades into the nbgrader course's gradebook, where there is one: the
-    course given with --gradebook, or the one SUBMISSIONS is (or holds submitted/ for)."""
-    from ..platforms import nbgrader_gradebook
-
-    course = gradebook or nbgrader_gradebook.find_course(submissions)
-    if course is not None:
-        for note in nbgrader_gradebook.push_grades(course, records):
-            print(f"note: {one_line(note)}")
-        print(f"grades written to the nbgrader gradebook of {course}")
 
 
 def report_missing(

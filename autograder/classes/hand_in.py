@@ -170,7 +170,14 @@ def gradescope_hand_in(metadata_path: Path) -> tuple[HandIn, str, tuple[str, ...
         return HandIn(at=at, source=source), stored(str(due)) if due else "", submitters
     except FileNotFoundError:
         return HandIn(), "", ()
-    except (OSError, ValueError, OverflowError, KeyError, TypeError, AttributeError,
-            RecursionError) as exc:  # fmt: skip
+    except (
+        OSError,
+        ValueError,
+        OverflowError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        RecursionError,
+    ) as exc:
         why = f"created_at is missing or not a time ({one_line(str(exc))[:120]})"
         return HandIn(source=source, problem=f"{metadata_path}: {why}"), "", ()

@@ -146,8 +146,9 @@ def time_text(value: Any, key: str, zone: dt.tzinfo, table: str) -> str:
         why = "must be a date and time like 2026-11-20T23:59:00+01:00"
         raise PolicyError(key, why, table)
     if not EARLIEST <= moment.year <= LATEST:
-        raise PolicyError(key, f"the year {moment.year} is not between {EARLIEST} and {LATEST}",
-                          table)  # fmt: skip
+        raise PolicyError(
+            key, f"the year {moment.year} is not between {EARLIEST} and {LATEST}", table
+        )
     return iso(moment if moment.tzinfo else moment.replace(tzinfo=zone))
 
 
@@ -374,8 +375,9 @@ def decide(
     if record.get("status") != "graded" or not isinstance(record.get("assignment"), str):
         return record
     raw, possible = float(record["score"]), float(record["max_score"])
-    status, days, why = judge(policy, hand_in, record["student"], record["assignment"],
-                              platform_due)  # fmt: skip
+    status, days, why = judge(
+        policy, hand_in, record["student"], record["assignment"], platform_due
+    )
     percent = min(policy.max_penalty, policy.penalty_per_day * days)
     base = possible if policy.of == "points possible" else raw
     final = round(max(0.0, raw - base * percent / 100), 4)
@@ -404,7 +406,7 @@ def gradebook_adjuster(
     """What the gradebook writer applies to each result of ``manifest``'s class (a
     :class:`~attnkit_autograder.classes.run_manifest.ClassManifest`) under OUT: the class's late
     policy, by each result's path; None when the class has no policy."""
-    table = manifest.options.get("late_policy")
+    table = manifest.options.late_policy
     if table is None:
         return None
     policy = policy_from_dict(table)

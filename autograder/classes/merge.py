@@ -12,7 +12,6 @@ run, from the same result files: the same bytes.
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import os
 from dataclasses import dataclass, field, replace
@@ -27,30 +26,6 @@ from . import late, results, run_manifest, shards
 from .discovery import OUT_MARKER
 from .run_manifest import ClassManifest, Member
 from .shards import Shard
-
-
-def add_parser(commands: Any) -> None:
-    merge = commands.add_parser(
-        "merge",
-        help="(instructors) join the shards of a class (attnkit grade --shard) into one gradebook",
-        description="Join the shard folders of one class into OUT/grades.json and "
-        "OUT/grades.csv, the same bytes a one-machine `attnkit grade` writes. Every missing "
-        "shard or submission is named, and then nothing is written.",
-    )
-    merge.add_argument(
-        "paths",
-        type=Path,
-        nargs="+",
-        metavar="PATH",
-        help="a shard folder (shard-I-of-N), or a folder holding them (OUT)",
-    )
-    merge.add_argument(
-        "--out",
-        type=Path,
-        metavar="OUT",
-        help="where the gradebook goes (default: the folder holding the shard folders)",
-    )
-    merge.set_defaults(handler=run)
 
 
 @dataclass
@@ -357,24 +332,9 @@ def merge(paths: list[Path], out: Path | None) -> tuple[Path, ClassManifest]:
             "Rerun the shards named above (graded work is kept), then merge again.",
         )
     write_merged(out, manifest, plan, folders)
-    if manifest.options.get("feedback"):
+    if manifest.options.feedback:
         from . import feedback
 
         reports = feedback.write_feedback(out)
         print(f"wrote {len(reports)} feedback reports in {out / 'feedback'}")
     return out, manifest
-
-
-def run(args: argparse.Namespace) -> int:
-    from . import grade as grade_command
-
-    out, manifest = merge(args.paths, args.out)
-    records = grade_command.class_records(out, manifest)
-    print(results.summary_table(records))
-    print(f"wrote {out / 'grades.json'} and {out / 'grades.csv'}")
-    unreadable = grade_command.report_late(manifest, records)
-    gradebook = manifest.options.get("gradebook")
-    grade_command.publish_to_nbgrader(
-        None if gradebook is None else Path(gradebook), Path(manifest.submissions), records
-    )
-    return grade_command.UNREADABLE_TIMES if unreadable else 0

@@ -12,7 +12,6 @@ the old and the new message. ``attnkit regrade OUT --accept`` then keeps the old
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -29,32 +28,11 @@ from ..grading import per_student
 from . import grade as grade_command
 from . import merge, results, run_manifest, shards
 from .run_manifest import ClassManifest
+from .shards import Shard
 
 FOLDER = "regrade"
 ACCEPTED = ("grades.json", "grades.csv", "results", "feedback", run_manifest.NAME)
 """What a gradebook is made of: what --accept keeps aside and moves in."""
-
-
-def add_parser(commands: Any) -> None:
-    regrade = commands.add_parser(
-        "regrade",
-        help="(instructors) grade OUT's class again with the installed hidden tests and "
-        "report whose grade moved; --accept makes the new grades current",
-        description="Grade the class of OUT (a run of attnkit grade, or a merge) again "
-        "with the installed hidden tests, into OUT/regrade, and write the change report "
-        "OUT/regrade/changes.txt (and .json). The old gradebook is kept until --accept.",
-    )
-    regrade.add_argument("out", type=Path, metavar="OUT", help="the --out of the first grading")
-    regrade.add_argument(
-        "--accept",
-        action="store_true",
-        help="make the regrade current: the old gradebook moves to OUT/previous/<time>/",
-    )
-    regrade.add_argument("--jobs", type=int, default=None, help="grader processes")
-    grade_command.add_shard_options(regrade)
-    grade_command.add_isolation_options(regrade)
-    per_student.add_options(regrade, flag=False)
-    regrade.set_defaults(handler=run)
 
 
 # -- the change report -------------------------------------------------------------------------
@@ -143,10 +121,15 @@ def printable_change(change: Change) -> Change:
     """``change`` with every text one line of printable characters: a student's file name
     (their id) can neither end its line of the report nor forge another."""
     cells = tuple(
-        CellChange(one_line(c.grade_id), c.old_points, c.new_points,
-                   one_line(c.old_message), one_line(c.new_message))
+        CellChange(
+            one_line(c.grade_id),
+            c.old_points,
+            c.new_points,
+            one_line(c.old_message),
+            one_line(c.new_message),
+        )
         for c in change.cells
-    )  # fmt: skip
+    )
     return replace(
         change,
         student=one_line(change.student),
@@ -227,40 +210,47 @@ def write_report(out: Path, new: Path, old: ClassManifest, manifest: ClassManife
 # -- grading again -----------------------------------------------------------------------------
 
 
-def grade_arguments(manifest: ClassManifest, out: Path, args: argparse.Namespace) -> Any:
-    """``attnkit grade``'s options for the class again: what class.json recorded."""
-    options = dict(manifest.options)
-    gradebook = options.pop("gradebook")
-    # Isolation comes from this command line only, never from a file in OUT: a regrade is
-    # in bubblewrap unless the instructor asks again for something weaker.
+def regrade_request(
+    manifest: ClassManifest,
+    out: Path,
+    jobs: int | None,
+    shard: Shard | None,
+    isolation: dict[str, Any],
+    course_secret: Path | None,
+) -> grade_command.GradeRequest:
+    """The class again, as class.json recorded it, into ``out``. Isolation comes from the
+    regrade's own command line (``isolation``: ``no_sandbox`` and ``sandbox_user``), never
+    from a file in OUT: a regrade is in bubblewrap unless the instructor asks again for
+    something weaker."""
+    options = manifest.options
     for name, flag in (("no_sandbox", "--no-sandbox"), ("sandbox_user", "--sandbox-user")):
-        if options[name] and options[name] != getattr(args, name):
+        if getattr(options, name) and getattr(options, name) != isolation[name]:
             print(
                 f"note: the first grading ran with {flag}; this regrade does not, unless you "
                 f"pass {flag} again",
                 file=sys.stderr,
             )
-        options[name] = getattr(args, name)
-    return argparse.Namespace(
-        course_secret=course_secret_for(manifest, args),
+    options = replace(options, **isolation)
+    secret = secret_for(manifest, out.parent, course_secret)
+    options = replace(options, seed_per_student=None if secret is None else secret.digest)
+    return grade_command.GradeRequest(
         submissions=Path(manifest.submissions),
         out=out,
+        options=options,
         assignment=manifest.assignment,
-        jobs=args.jobs,
-        force=False,
-        publish=False,  # the gradebook changes only when the regrade is accepted
-        shard=args.shard,
-        shards=args.shards,
-        gradebook=None if gradebook is None else Path(gradebook),
-        **options,
+        jobs=jobs,
+        shard=shard,
+        secret=secret,
     )
 
 
-def course_secret_for(manifest: ClassManifest, args: argparse.Namespace) -> Path | None:
-    """--course-secret for a regrade, which grades with per-student inputs exactly when the
+def secret_for(
+    manifest: ClassManifest, out: Path, given: Path | None
+) -> per_student.CourseSecret | None:
+    """The course secret of a regrade, which grades with per-student inputs exactly when the
     first grading did (class.json says so); the secret itself must be given again."""
-    given = args.course_secret
-    if not manifest.options.get("seed_per_student"):
+    recorded = manifest.options.seed_per_student
+    if not recorded:
         if given is not None:
             print(
                 "note: the first grading gave every student the same inputs; this regrade "
@@ -270,11 +260,18 @@ def course_secret_for(manifest: ClassManifest, args: argparse.Namespace) -> Path
         return None
     if given is None and per_student.SECRET_VARIABLE not in os.environ:
         raise per_student.CourseSecretError(
-            f"{args.out} was graded with --seed-per-student, and a regrade needs its course "
+            f"{out} was graded with --seed-per-student, and a regrade needs its course "
             "secret again.",
             f"Pass --course-secret FILE (or set ${per_student.SECRET_VARIABLE}).",
         )
-    return given
+    secret = per_student.read_secret(given, os.environ)
+    if secret.digest != recorded:
+        print(
+            f"note: this course secret (digest {secret.digest}) is not the one the class was "
+            f"graded with (digest {recorded}): every student's hidden inputs change",
+            file=sys.stderr,
+        )
+    return secret
 
 
 def check_same_class(old: ClassManifest, new: ClassManifest, submissions: str) -> None:
@@ -292,8 +289,16 @@ def check_same_class(old: ClassManifest, new: ClassManifest, submissions: str) -
         )
 
 
-def regrade(args: argparse.Namespace) -> int:
-    out: Path = args.out
+def regrade(
+    out: Path,
+    *,
+    jobs: int | None = None,
+    shard: Shard | None = None,
+    isolation: dict[str, Any] | None = None,
+    course_secret: Path | None = None,
+) -> int:
+    """Grade OUT's class again into OUT/regrade (or one shard of it) and write the change
+    report; the exit status. ``isolation`` holds ``no_sandbox`` and ``sandbox_user``."""
     old = run_manifest.read(out)
     if old.shard is not None:
         raise KitError(
@@ -302,29 +307,31 @@ def regrade(args: argparse.Namespace) -> int:
         )
     target = out / FOLDER
     if target.is_symlink() or (target.exists() and not target.is_dir()):
-        raise KitError(f"{target} is in the way: it should be the regrade's own folder.",
-                       "Move it away and regrade again.")  # fmt: skip
+        raise KitError(
+            f"{target} is in the way: it should be the regrade's own folder.",
+            "Move it away and regrade again.",
+        )
     # A report stands for a whole regrade: the last one goes before anything is graded.
     for name in ("changes.txt", "changes.json"):
         report = target / name
         if report.is_dir() and not report.is_symlink():
             raise KitError(f"{report} is in the way.", "Move it away and regrade again.")
         report.unlink(missing_ok=True)
-    grading = grade_arguments(old, target, args)
-    sharded = args.shard is not None or grade_command.choose_shard(grading) is not None
+    isolation = isolation or {"no_sandbox": False, "sandbox_user": None}
+    request = regrade_request(old, target, jobs, shard, isolation, course_secret)
     pieces = target.is_dir() and any(shards.parse_folder(p.name) for p in target.iterdir())
-    if sharded:
-        return grade_command.run(grading)
+    if shard is not None:
+        return grade_command.grade(request).code
     if pieces:
         merge.merge([target], target)
-        if run_manifest.read(target).stamp != grade_command.settings_of(grading).stamp:
+        if run_manifest.read(target).stamp != grade_command.settings_of(request).stamp:
             raise KitError(
                 f"the shards in {target} were graded with other hidden tests or options than "
                 "this regrade's.",
                 f"Delete {target} and regrade again.",
             )
     else:
-        code = grade_command.run(grading)
+        code = grade_command.grade(request).code
         if code not in (0, grade_command.UNREADABLE_TIMES):
             print("the regrade is incomplete: no change report was written", file=sys.stderr)
             return code
@@ -359,8 +366,9 @@ def finished_regrade(out: Path) -> ClassManifest:
     return new
 
 
-def accept(out: Path) -> int:
-    """Keep OUT's gradebook in OUT/previous/<time>/ and move the regrade's into OUT."""
+def accept(out: Path) -> tuple[ClassManifest, list[dict[str, Any]]]:
+    """Keep OUT's gradebook in OUT/previous/<time>/ and move the regrade's into OUT: the
+    class, and its rows as the gradebook now holds them."""
     target = out / FOLDER
     new = finished_regrade(out)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
@@ -397,19 +405,4 @@ def accept(out: Path) -> int:
                 ) from None
             raise
     print(f"the regrade is now the gradebook of {out}; the old one is kept in {kept}")
-    records = grade_command.class_records(out, new)
-    gradebook = new.options.get("gradebook")
-    grade_command.publish_to_nbgrader(
-        None if gradebook is None else Path(gradebook), Path(new.submissions), records
-    )
-    return 0
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.accept:
-        if args.shard is not None or args.shards is not None:
-            raise KitError(
-                "--accept takes no shard.", f"Run `attnkit regrade {args.out} --accept`."
-            )
-        return accept(args.out)
-    return regrade(args)
+    return new, grade_command.class_records(out, new)

@@ -355,8 +355,11 @@ def read_gradebook(out: Path) -> dict[str, Any]:
     if not isinstance(assignments, dict) or not isinstance(records, list):
         raise KitError(f"{path} is not a gradebook attnkit wrote (no assignments or rows).")
     for slug, info in assignments.items():
-        if not (isinstance(info, dict) and isinstance(info.get("title"), str)
-                and number(info.get("max_score"))):  # fmt: skip
+        if not (
+            isinstance(info, dict)
+            and isinstance(info.get("title"), str)
+            and number(info.get("max_score"))
+        ):
             raise KitError(f"{path}: assignment {one_line(str(slug))!r} is malformed.")
     for line, record in enumerate(records, 1):
         problem = record_problem(record) if isinstance(record, dict) else "not an object"

@@ -18,7 +18,6 @@ import functools
 import hashlib
 import importlib.util
 import json
-import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,9 +26,11 @@ from typing import Any
 from attnkit import __version__
 from attnkit.errors import KitError
 
+from ..grading import options
+from ..grading.options import GradeOptions
 from ..grading.submission import Submission, sha256_file
 from .hand_in import HandIn, hand_in_of
-from .late import PolicyError, policy_from_dict, policy_option
+from .late import PolicyError, policy_from_dict
 from .results import result_path, write_atomic
 from .shards import Shard
 
@@ -70,8 +71,8 @@ class ClassManifest:
     submissions: str
     """SUBMISSIONS as an absolute path: where regrade finds the files again."""
     assignment: str | None
-    options: dict[str, Any]
-    """The grade options that decide a result (time limits, memory, isolation, feedback)."""
+    options: GradeOptions
+    """The grade options the class is graded with (time limits, memory, isolation, feedback)."""
     hidden_tests: str
     members: tuple[Member, ...]
     shard: Shard | None = None
@@ -129,88 +130,37 @@ def hidden_tests_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-OPTIONS: dict[str, tuple[type, ...]] = {
-    "timeout": (float, int),
-    "budget": (float, int),
-    "memory_mb": (int,),
-    "cell_timeout": (float, int),
-    "feedback": (bool,),
-    "no_sandbox": (bool,),
-    "sandbox_user": (str, type(None)),
-    "gradebook": (str, type(None)),
-    "late_policy": (dict, type(None)),
-    "seed_per_student": (str, type(None)),
-}
-"""The grade options that decide a result or where it goes, and the types they may have:
-what regrade passes again, and all that it accepts from a class.json. ``seed_per_student``
-is the course secret's digest when each student had inputs of their own (None when not;
-absent from a class.json written before the option existed)."""
-
-OPTIONAL = frozenset({"seed_per_student", "late_policy"})
-"""Options a class.json may leave out (they are then off)."""
-
-
-LIMITS: dict[str, tuple[float, float]] = {
-    "timeout": (0.5, 86_400.0),
-    "budget": (1.0, 86_400.0),
-    "cell_timeout": (0.5, 86_400.0),
-    "memory_mb": (256, 1_048_576),
-}
-"""The range each limit must lie in: outside it (a budget of -1, NaN or 1e300, 2^62 MiB) a
-limit fails every student for the operator's typo, or the grader itself."""
-
-
-def option_problem(options: dict[str, Any]) -> str | None:
+def option_problem(values: dict[str, Any]) -> str | None:
     """What is wrong with grading options (from the command line or a class.json), or None."""
-    for name, kinds in OPTIONS.items():
-        if type(options.get(name)) not in kinds:
-            return f"{name} is not {' or '.join(k.__name__ for k in kinds)}"
-    for name, (low, high) in LIMITS.items():
-        if not (math.isfinite(options[name]) and low <= options[name] <= high):
-            return f"{name} is {options[name]!r}, not between {low:g} and {high:g}"
-    if options["late_policy"] is not None:
+    found = options.problem(values)
+    if found is None and values["late_policy"] is not None:
         try:
-            policy_from_dict(options["late_policy"])
+            policy_from_dict(values["late_policy"])
         except PolicyError as exc:
             return f"the late policy is not usable: {exc.why}"
-    return None
+    return found
 
 
-RESULT_OPTIONS = ("timeout", "budget", "memory_mb", "cell_timeout", "no_sandbox", "sandbox_user")
-"""The options a result depends on (besides the grading packages)."""
-
-
-def stamp(hidden_tests: str, options: dict[str, Any]) -> str:
+def stamp(hidden_tests: str, graded_with: GradeOptions) -> str:
     """What a result is graded with: the grading packages' fingerprint and the options it
     depends on, as one digest. Results of another stamp are not current."""
-    decided = {name: options[name] for name in RESULT_OPTIONS}
-    for name in ("timeout", "budget", "cell_timeout"):
-        decided[name] = float(decided[name])
-    if options.get("seed_per_student"):  # off, the stamp is what it was before the option
-        decided["seed_per_student"] = options["seed_per_student"]
-    text = json.dumps({"hidden_tests": hidden_tests, **decided}, sort_keys=True)
+    text = json.dumps({"hidden_tests": hidden_tests, **graded_with.stamp_fields()}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def options_of(args: Any) -> dict[str, Any]:
-    """The grade options of parsed ``args``; ``--late-policy`` is read into the policy itself
-    (a KitError naming the file and line when it cannot be)."""
-    values = {name: getattr(args, name, None) if name in OPTIONAL else getattr(args, name)
-              for name in OPTIONS}  # fmt: skip
-    values["late_policy"] = policy_option(values["late_policy"])
-    if values["gradebook"] is not None:
-        values["gradebook"] = os.path.abspath(values["gradebook"])
-    return values
-
-
-def of_run(args: Any, submissions: list[Submission], shard: Shard | None) -> ClassManifest:
-    """The class.json of a grading run: ``args`` are ``attnkit grade``'s parsed options."""
-    root = Path(absolute(args.submissions))
+def of_run(
+    root: Path,
+    assignment: str | None,
+    graded_with: GradeOptions,
+    submissions: list[Submission],
+    shard: Shard | None,
+) -> ClassManifest:
+    """The class.json of a grading run of the class under ``root`` (an absolute path)."""
     members = sorted((member(s, root) for s in submissions), key=lambda m: m.id)
     return ClassManifest(
-        submissions=absolute(args.submissions),
-        assignment=args.assignment,
-        options=options_of(args),
+        submissions=absolute(root),
+        assignment=assignment,
+        options=graded_with,
         hidden_tests=hidden_tests_fingerprint(),
         members=tuple(members),
         shard=shard,
@@ -306,14 +256,15 @@ def read_shard(value: Any, path: Path) -> Shard | None:
     return Shard(value["index"], value["count"], str(value.get("chosen_by", "")))
 
 
-def read_options(value: Any, path: Path) -> dict[str, Any]:
-    if not isinstance(value, dict) or not set(OPTIONS) - OPTIONAL <= set(value) <= set(OPTIONS):
-        raise refused(path, f"options are not exactly {', '.join(OPTIONS)}")
-    value = {name: None for name in OPTIONAL} | value
+def read_options(value: Any, path: Path) -> GradeOptions:
+    names = {spec.name for spec in options.fields()}
+    if not isinstance(value, dict) or not names - options.OPTIONAL <= set(value) <= names:
+        raise refused(path, f"options are not exactly {', '.join(sorted(names))}")
+    value = {name: None for name in options.OPTIONAL} | value
     problem = option_problem(value)
     if problem is not None:
         raise refused(path, problem)
-    return value
+    return options.from_dict(value)
 
 
 def read(out: Path) -> ClassManifest:

@@ -180,3 +180,13 @@ T = TypeVar("T")
 def slice_of(items: Iterable[T], shard: Shard, key: Callable[[T], str]) -> list[T]:
     """The items (in their order) whose id, ``key(item)``, falls in ``shard``."""
     return [item for item in items if shard_of(key(item), shard.count) == shard.index]
+
+
+def choose(text: str | None, count: int | None, env: Mapping[str, str]) -> Shard | None:
+    """The slice a run grades: ``--shard I/N`` (``text``), else the job engine's variables
+    (``count``: ``--shards N``), else none."""
+    if text is not None:
+        if count is not None:
+            raise KitError("--shard and --shards are both given.", "Pass only --shard I/N.")
+        return parse_shard(text)
+    return from_environment(env, count)

@@ -207,14 +207,19 @@ def lesson_5(impl: Any, n: int) -> Pipeline:
 
     def maps() -> list[np.ndarray]:
         out = impl.run(
-            "run_module", name="MultiHeadAttention", init_args=[width, width, n, 0.0, HEADS],
-            inputs=[x], state=state, keep=["last_weights"],
-        )  # fmt: skip
+            "run_module",
+            name="MultiHeadAttention",
+            init_args=[width, width, n, 0.0, HEADS],
+            inputs=[x],
+            state=state,
+            keep=["last_weights"],
+        )
         kept = out["kept"]["last_weights"]
         array = np.asarray(kept.get("array"), dtype=np.float64)
         if array.shape != (1, HEADS, n, n):
-            raise ValueError(f"self.last_weights has shape {list(array.shape)}, expected "
-                             f"[1, {HEADS}, {n}, {n}]")  # fmt: skip
+            raise ValueError(
+                f"self.last_weights has shape {list(array.shape)}, expected [1, {HEADS}, {n}, {n}]"
+            )
         return [array[0, h] for h in range(HEADS)]
 
     return [([f"MultiHeadAttention, head {h}" for h in range(HEADS)], maps)]

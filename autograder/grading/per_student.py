@@ -15,13 +15,11 @@ graded again.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import hmac
 import os
 import stat
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -46,8 +44,10 @@ class CourseSecretError(KitError):
 class CourseSecret:
     """The course secret, which prints as its digest only."""
 
-    def __init__(self, value: bytes) -> None:
+    def __init__(self, value: bytes, path: Path | None = None) -> None:
         self._value = value
+        self.path = path
+        """The file it was read from (None: the environment)."""
         self.digest = hashlib.sha256(b"attnkit course secret\0" + value).hexdigest()[:12]
 
     def __repr__(self) -> str:
@@ -57,28 +57,6 @@ class CourseSecret:
         """The salt of ``student``'s inputs for assignment ``slug`` (64 bits)."""
         message = f"{slug}\0{student}".encode("utf-8", "surrogateescape")
         return int.from_bytes(hmac.new(self._value, message, hashlib.sha256).digest()[:8], "big")
-
-
-def add_options(
-    parser: argparse.ArgumentParser, flag: bool = True, environment: bool = True
-) -> None:
-    """--seed-per-student (unless ``flag`` is false: a regrade takes it from class.json)
-    and --course-secret (whose help names $ATTNKIT_COURSE_SECRET where it is read)."""
-    if flag:
-        parser.add_argument(
-            "--seed-per-student",
-            action="store_true",
-            help="draw each student's random hidden inputs from a seed of their own (the "
-            "course secret and their id), so outputs shared between students do not match; "
-            "the book's numbers stay fixed",
-        )
-    parser.add_argument(
-        "--course-secret",
-        type=Path,
-        metavar="FILE",
-        help="the file holding the course secret for per-student inputs"
-        + (f" (else ${SECRET_VARIABLE})" if environment else ""),
-    )
 
 
 def from_file(path: Path) -> bytes:
@@ -116,7 +94,7 @@ def checked(value: bytes, where: str) -> bytes:
 def read_secret(path: Path | None, environ: Mapping[str, str]) -> CourseSecret:
     """The course secret: from ``path`` when given, else from $ATTNKIT_COURSE_SECRET."""
     if path is not None:
-        return CourseSecret(from_file(path))
+        return CourseSecret(from_file(path), path)
     if SECRET_VARIABLE in environ:
         value = environ[SECRET_VARIABLE].encode("utf-8", "surrogateescape").strip()
         return CourseSecret(checked(value, f"in ${SECRET_VARIABLE}"))
@@ -124,32 +102,6 @@ def read_secret(path: Path | None, environ: Mapping[str, str]) -> CourseSecret:
         "--seed-per-student needs the course secret, and none was given.",
         f"Pass --course-secret FILE, or set ${SECRET_VARIABLE}. {MAKE_ONE}",
     )
-
-
-def resolve(args: argparse.Namespace) -> CourseSecret | None:
-    """The course secret of a grading run, read once: ``args.seed_per_student`` becomes the
-    secret's digest (what class.json records), or None when the option is off."""
-    if hasattr(args, "secret"):
-        return args.secret
-    course_secret = getattr(args, "course_secret", None)
-    if not getattr(args, "seed_per_student", None):
-        if course_secret is not None:
-            raise CourseSecretError(
-                "--course-secret is only used with --seed-per-student.",
-                "Add --seed-per-student, or leave out --course-secret.",
-            )
-        args.secret, args.seed_per_student = None, None
-        return None
-    secret = read_secret(course_secret, os.environ)
-    recorded = args.seed_per_student
-    if isinstance(recorded, str) and recorded != secret.digest:
-        print(
-            f"note: this course secret (digest {secret.digest}) is not the one the class was "
-            f"graded with (digest {recorded}): every student's hidden inputs change",
-            file=sys.stderr,
-        )
-    args.secret, args.seed_per_student = secret, secret.digest
-    return secret
 
 
 @contextlib.contextmanager

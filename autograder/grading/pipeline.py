@@ -25,10 +25,12 @@ from attnkit.outcome import INTERNAL, PASSED, Outcome
 from ..lessons.rubric import graded_cells
 from ..sandbox.errors import WorkerCrashed, WorkerTimeout
 from ..sandbox.isolation import IsolatedSubmission
-from ..sandbox.zygote import level_of
+from ..sandbox.layout import SandboxSettings
+from ..sandbox.zygote import find_verdict, level_of
 from .explain import explain_failures, lead_with_cell_errors, static_notes
 from .harness import reference_implementation, run_suite
 from .kernels import reached, suspect_notes
+from .options import GradeOptions
 from .per_student import inputs_of
 from .records import error_record, identified
 from .scoring import better_of, score_cells
@@ -45,17 +47,9 @@ SHARED_WHY = (
 
 @dataclass(frozen=True)
 class GradeSettings:
-    call_timeout: float = 10.0
-    budget: float = 120.0
-    memory_mb: int = 2048
-    feedback: bool = False
-    """Also collect what the feedback report shows (the attention heatmaps)."""
-    cell_timeout: float = 30.0
-    """Seconds one notebook cell may run before it is stopped (the next cell still runs)."""
-    sandbox: bool = True
-    """False only for --no-sandbox: trusted code, run without isolation (recorded in results)."""
-    sandbox_user: str | None = None
-    """--sandbox-user: isolate by a separate unprivileged user instead of bubblewrap."""
+    """How one submission is graded: the run's options, and what the run adds to them."""
+
+    options: GradeOptions = field(default_factory=GradeOptions)
     course_secret: Any = None
     """--seed-per-student's course secret (a :class:`~.per_student.CourseSecret`, which
     never prints): each student's hidden tests then draw inputs of their own."""
@@ -64,21 +58,24 @@ class GradeSettings:
     start-up; every worker then plots without loading it). ``attnkit grade`` turns it off
     when no submission names matplotlib: a worker that plots anyway loads it itself, as a
     kernel would. Never part of a result: it changes how fast, not what."""
-
-    def sandbox_settings(self) -> Any:
-        from ..sandbox.layout import SandboxSettings
-        from ..sandbox.zygote import find_verdict
-
-        return SandboxSettings(
-            enabled=self.sandbox, user=self.sandbox_user, verdict=find_verdict(), plots=self.plots
-        )
-
     overrun_grace: float = 15.0
-    """Seconds beyond ``budget`` a grader may spend on one submission before it is stopped."""
+    """Seconds beyond the budget a grader may spend on one submission before it is stopped."""
     stamp: str = ""
     """What the results are graded with (the grading packages and the options that decide a
     result, :func:`attnkit_autograder.classes.run_manifest.stamp`), written into every result: a
     result with another stamp is not current, and is graded again."""
+
+    @property
+    def budget(self) -> float:
+        return self.options.budget
+
+    def sandbox_settings(self) -> SandboxSettings:
+        return SandboxSettings(
+            enabled=self.options.sandbox,
+            user=self.options.sandbox_user,
+            verdict=find_verdict(),
+            plots=self.plots,
+        )
 
 
 class Ungradable(Exception):
@@ -160,20 +157,17 @@ def open_sandbox(grading: Grading) -> WithholdingSubmission:
     def open_worker(profile: str | None, primary: IsolatedSubmission | None) -> Any:
         worker = IsolatedSubmission(
             grading.cells,
-            call_timeout=settings.call_timeout,
-            cell_timeout=settings.cell_timeout,
-            budget=budget,
-            memory_bytes=settings.memory_mb * 1024**2,
+            settings.options.limits(budget),
             sandbox=settings.sandbox_settings(),
             watch=tuple(e.name for e in ASSIGNMENTS[grading.slug].exercises),
             label=grading.submission.key,
             shared=zygote_cells(grading.slug),
             withhold=profile,
             # A later worker ends when the first one's hidden tests must: one budget.
-            until=primary.deadline if primary is not None else None,
+            until=primary.clock.deadline if primary is not None else None,
         )
         if primary is not None:  # cells the first run had to stop are not paid for again,
-            worker.stopped_cells |= primary.stopped_cells
+            worker.history.stopped |= primary.history.stopped
             worker.timed_out = primary.timed_out  # nor a call that ran out of time (lent)
         return worker
 
@@ -213,7 +207,7 @@ def regrade_live_definitions(grading: Grading, impl: WithholdingSubmission, refe
 
 def collect_heatmaps(grading: Grading, impl: WithholdingSubmission, reference: Any) -> None:
     """What the feedback report draws, read off the submission's own outputs (--feedback)."""
-    if not grading.settings.feedback:
+    if not grading.settings.options.feedback:
         return
     from .heatmaps import collect_heatmap
 
@@ -237,15 +231,16 @@ def run_in_sandbox(grading: Grading) -> None:
     finally:
         impl.close()
         grading.lap("sandbox reset")
-    grading.cell_failures = impl.cell_failures
-    grading.notes = impl.notes
+    history = impl.history
+    grading.cell_failures = history.failures
+    grading.notes = history.notes
     grading.run = {
         "workers_started": impl.spawned,
         "sandbox": impl.sandbox,
-        "cell_seconds": {str(index): seconds for index, seconds in impl.cell_seconds.items()},
+        "cell_seconds": {str(index): seconds for index, seconds in history.seconds.items()},
     }
-    if impl.shared_cells:
-        grading.run["shared_cells"] = {"cells": impl.shared_cells, "why": SHARED_WHY}
+    if history.shared:
+        grading.run["shared_cells"] = {"cells": history.shared, "why": SHARED_WHY}
     if grading.settings.course_secret is not None:  # the secret's digest, never the secret
         grading.run["per_student_inputs"] = grading.settings.course_secret.digest
         if draws is not None:  # which inputs this student's tests drew, as one digest

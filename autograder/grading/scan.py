@@ -317,16 +317,46 @@ def _private_reach(node: ast.AST, imported: frozenset[str]) -> str | None:
 
 ATTRIBUTE_CALLS = ("getattr", "setattr", "delattr", "hasattr", "vars")
 MACHINERY_MODULES = frozenset(
-    {"importlib", "sys", "builtins", "gc", "inspect", "types", "operator", "functools",
-     "ctypes", "_ctypes", "cffi", "attnkit", "pyseccomp", "resource", "threading"}
-)  # fmt: skip
+    {
+        "importlib",
+        "sys",
+        "builtins",
+        "gc",
+        "inspect",
+        "types",
+        "operator",
+        "functools",
+        "ctypes",
+        "_ctypes",
+        "cffi",
+        "attnkit",
+        "pyseccomp",
+        "resource",
+        "threading",
+    }
+)
 """Modules whose attributes reach the interpreter's own machinery: frames, modules by name,
 the collector's objects. Honest code names what it takes from them."""
 FRAME_NAMES = frozenset(
-    {"tb_frame", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "gi_frame",
-     "cr_frame", "ag_frame", "_getframe", "__globals__", "__closure__", "__builtins__",
-     "get_objects", "get_referrers", "get_referents"}
-)  # fmt: skip
+    {
+        "tb_frame",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "f_code",
+        "gi_frame",
+        "cr_frame",
+        "ag_frame",
+        "_getframe",
+        "__globals__",
+        "__closure__",
+        "__builtins__",
+        "get_objects",
+        "get_referrers",
+        "get_referents",
+    }
+)
 """Names of frames' and functions' internals: in a string (``attrgetter("tb_frame")``) they
 are how code walks to objects it was never given."""
 

@@ -36,7 +36,7 @@ from attnkit.assignments import ASSIGNMENTS
 from attnkit.student_process.recorder import ATTENTION_FAMILY, FAMILIES, SOFTMAX_FAMILY
 
 from ..sandbox.errors import WITHHELD_TYPE, SubmissionError
-from ..sandbox.isolation import IsolatedSubmission, LentCallReached
+from ..sandbox.isolation import CellHistory, IsolatedSubmission, LentCallReached
 
 ORDER = ("softmax", "attention", None)
 
@@ -160,7 +160,7 @@ class WithholdingSubmission:
         try:
             return worker.run(adapter, forbidden=forbidden, **kwargs)
         except (SubmissionError, MissingDefinition) as exc:
-            if profile is None and (_withheld(exc) or (_missing(exc) and worker.withheld_cells)):
+            if profile is None and (_withheld(exc) or (_missing(exc) and worker.history.withheld)):
                 # Nothing is forbidden here: the kernel was only missing (or a cell stopped
                 # at one before defining something), so ask again, and there from now on.
                 self.unwithheld.add(name)
@@ -171,9 +171,9 @@ class WithholdingSubmission:
     def _explained(worker: IsolatedSubmission, exc: Exception) -> Exception:
         """A definition missing where a cell stopped at a withheld kernel: say which cell, as
         an error of the notebook's (a missing definition is never a forbidden call)."""
-        if not (_missing(exc) and worker.withheld_cells):
+        if not (_missing(exc) and worker.history.withheld):
             return exc
-        cell = min(worker.withheld_cells)
+        cell = min(worker.history.withheld)
         return SubmissionError(
             "NameError",
             f"not defined where the grader withholds library kernels: code cell {cell} "
@@ -197,7 +197,7 @@ class WithholdingSubmission:
     # What the pipeline records of the run: the primary's cells, every worker's starts.
     @property
     def spawned(self) -> int:
-        return sum(worker.spawned for worker in self.workers.values())
+        return sum(worker.workers.spawned for worker in self.workers.values())
 
     @property
     def sandbox(self) -> dict[str, Any]:
@@ -208,7 +208,7 @@ class WithholdingSubmission:
             else (self.primary.sandbox)
         )
 
-    def __getattr__(self, name: str) -> Any:
-        if name in ("notes", "cell_failures", "cell_seconds", "shared_cells"):
-            return getattr(self.primary, name)
-        raise AttributeError(name)
+    @property
+    def history(self) -> CellHistory:
+        """What the cells did: the primary's account (its cells ran first)."""
+        return self.primary.history

@@ -18,7 +18,6 @@ Every text that came from a student (ids, messages) is escaped; the page is
 
 from __future__ import annotations
 
-import argparse
 import html
 import statistics
 from collections import Counter, defaultdict
@@ -27,25 +26,6 @@ from typing import Any
 
 from ..classes import results, run_manifest
 from ..classes.run_manifest import ClassManifest
-
-
-def add_parser(commands: Any) -> None:
-    report = commands.add_parser(
-        "report",
-        help="(instructors) write OUT/report.html: score histograms, pass rates per graded "
-        "cell, the most common named mistakes, who could not be graded, similar submissions",
-        description="Write OUT/report.html, one self-contained page about the class graded "
-        "into OUT (by attnkit grade or attnkit merge), with a similarity review: pairs of "
-        "submissions whose own code is alike, for the instructor to read (never a penalty).",
-    )
-    report.add_argument("out", type=Path, metavar="OUT", help="the --out of attnkit grade")
-    report.add_argument(
-        "--no-similarity",
-        dest="similarity",
-        action="store_false",
-        help="leave out the similarity review (which reads the graded files again)",
-    )
-    report.set_defaults(handler=run)
 
 
 def e(value: Any) -> str:
@@ -179,6 +159,7 @@ def late_summary(records: list[dict[str, Any]]) -> list[str]:
 
 
 def render(out: Path, review_similarity: bool = True) -> str:
+    """The whole page, one section after the other."""
     from . import similarity_page
 
     grades = results.read_gradebook(out)
@@ -188,56 +169,81 @@ def render(out: Path, review_similarity: bool = True) -> str:
     parts = [
         f"{head}<style>{STYLE}{similarity_page.STYLE if review_similarity else ''}</style>",
         f"<h1>Class report: {len(records)} submission(s)</h1>",
+        *score_sections(grades, records),
+        *pass_rate_section(records),
+        *mistakes_section(records),
+        *ungraded_section(records, missing_results(out, manifest)),
     ]
+    if review_similarity:
+        parts += similarity_page.section(manifest)
+    facts = run_facts(out, manifest) or [f"{out} holds no result files or class.json to tell"]
+    parts += ["<h2>Run</h2><ul>", *(f"<li>{e(fact)}</li>" for fact in facts), "</ul>"]
+    return "\n".join(parts) + "\n"
+
+
+def score_sections(grades: dict[str, Any], records: list[dict[str, Any]]) -> list[str]:
+    """Per assignment: how many were graded, the mean, the late policy's work, a histogram."""
+    parts = []
     for slug, info in sorted(grades.get("assignments", {}).items()):
-        scores = [float(r["score"]) for r in records
-                  if r.get("assignment") == slug and r.get("status") == "graded"]  # fmt: skip
+        scores = [
+            float(r["score"])
+            for r in records
+            if r.get("assignment") == slug and r.get("status") == "graded"
+        ]
         mean = f", mean {statistics.mean(scores):.1f}" if scores else ""
         parts.append(f"<h2>{e(info['title'])} ({e(slug)})</h2>")
         parts.append(f"<p>{len(scores)} graded, out of {info['max_score']:g} points{mean}</p>")
         parts += late_summary([r for r in records if r.get("assignment") == slug])
         parts.append(histogram(scores, float(info["max_score"]), f"scores of {slug}"))
-    parts.append("<h2>Pass rate per graded cell, weakest first</h2><table>")
-    parts.append("<tr><th>assignment</th><th>graded cell</th><th>passed</th><th></th></tr>")
+    return parts
+
+
+def pass_rate_section(records: list[dict[str, Any]]) -> list[str]:
+    parts = [
+        "<h2>Pass rate per graded cell, weakest first</h2><table>",
+        "<tr><th>assignment</th><th>graded cell</th><th>passed</th><th></th></tr>",
+    ]
     for rate, slug, grade_id, passed, total in cell_rates(records):
         weak = ' class="weak"' if rate < 0.5 else ""
         parts.append(
             f"<tr{weak}><td>{e(slug)}</td><td>{e(grade_id)}</td><td class=n>{passed}/{total} "
             f"({rate:.0%})</td><td><div class=bar style='width:{rate * 200:.0f}px'></div></td></tr>"
         )
-    parts.append("</table><h2>Named mistakes, most common first</h2>")
+    return [*parts, "</table>"]
+
+
+def mistakes_section(records: list[dict[str, Any]]) -> list[str]:
+    parts = ["<h2>Named mistakes, most common first</h2>"]
     mistakes = named_mistakes(records)
     if not mistakes:
-        parts.append("<p class=muted>No catalogued mistake was named.</p>")
-    else:
-        parts.append("<table><tr><th>students</th><th>assignment</th><th>mistake</th>"
-                     "<th>an example message</th></tr>")  # fmt: skip
-        for count, slug, title, message, size in mistakes:
-            parts.append(
-                f"<tr><td class=n>{count} ({count / size:.0%} of the class)</td><td>{e(slug)}</td>"
-                f"<td>{e(title)}</td><td>{e(message[:300])}</td></tr>"
-            )
-        parts.append("</table>")
-    parts.append("<h2>Could not be graded</h2>")
+        return [*parts, "<p class=muted>No catalogued mistake was named.</p>"]
+    parts.append(
+        "<table><tr><th>students</th><th>assignment</th><th>mistake</th>"
+        "<th>an example message</th></tr>"
+    )
+    for count, slug, title, message, size in mistakes:
+        parts.append(
+            f"<tr><td class=n>{count} ({count / size:.0%} of the class)</td><td>{e(slug)}</td>"
+            f"<td>{e(title)}</td><td>{e(message[:300])}</td></tr>"
+        )
+    return [*parts, "</table>"]
+
+
+def ungraded_section(records: list[dict[str, Any]], missing: list[tuple[str, str]]) -> list[str]:
+    """Who could not be graded: an error record, or no current result at all."""
+    parts = ["<h2>Could not be graded</h2>"]
     failed = [r for r in records if r.get("status") != "graded"]
-    missing = missing_results(out, manifest)
     if not failed and not missing:
-        parts.append("<p class=muted>Every submission was graded.</p>")
-    else:
-        parts.append("<table><tr><th>student</th><th>assignment</th><th>why</th></tr>")
-        for r in failed:
-            parts.append(f"<tr><td>{e(r['student'])}</td><td>{e(r.get('assignment') or '')}</td>"
-                         f"<td>{e(str(r.get('error'))[:400])}</td></tr>")  # fmt: skip
-        for who, why in missing:
-            parts.append(f"<tr><td>{e(who)}</td><td></td><td>{e(why)}</td></tr>")
-        parts.append("</table>")
-    if review_similarity:
-        parts += similarity_page.section(manifest)
-    parts.append("<h2>Run</h2><ul>")
-    facts = run_facts(out, manifest) or [f"{out} holds no result files or class.json to tell"]
-    parts += [f"<li>{e(fact)}</li>" for fact in facts]
-    parts.append("</ul>")
-    return "\n".join(parts) + "\n"
+        return [*parts, "<p class=muted>Every submission was graded.</p>"]
+    parts.append("<table><tr><th>student</th><th>assignment</th><th>why</th></tr>")
+    for r in failed:
+        parts.append(
+            f"<tr><td>{e(r['student'])}</td><td>{e(r.get('assignment') or '')}</td>"
+            f"<td>{e(str(r.get('error'))[:400])}</td></tr>"
+        )
+    for who, why in missing:
+        parts.append(f"<tr><td>{e(who)}</td><td></td><td>{e(why)}</td></tr>")
+    return [*parts, "</table>"]
 
 
 def missing_results(out: Path, manifest: ClassManifest | None) -> list[tuple[str, str]]:
@@ -248,10 +254,3 @@ def missing_results(out: Path, manifest: ClassManifest | None) -> list[tuple[str
         if why is not None:
             missing.append((member.id.removesuffix(".json"), why))
     return missing
-
-
-def run(args: argparse.Namespace) -> int:
-    target = args.out / "report.html"
-    results.write_atomic(target, render(args.out, args.similarity))
-    print(f"wrote {target}")
-    return 0

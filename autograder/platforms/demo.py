@@ -108,9 +108,12 @@ def demo_class(slug: str) -> tuple[DemoStudent, ...]:
         for name, (exercise, key) in zip(("cam", "dee", "eve", "fox"), chosen, strict=False)
     ]
     hostile = DemoStudent(
-        "gus", f"hostile: a classic mistake in {chosen[0][0]}, and patches numpy/torch/builtins "
-        "so that comparisons always succeed", chosen[0][1], hostile=True,
-    )  # fmt: skip
+        "gus",
+        f"hostile: a classic mistake in {chosen[0][0]}, and patches numpy/torch/builtins "
+        "so that comparisons always succeed",
+        chosen[0][1],
+        hostile=True,
+    )
     return (CLASS[0], CLASS[1], *mistaken, hostile, CLASS[-1])
 
 

@@ -30,17 +30,24 @@ its network-only steps there.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import time
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from attnkit.errors import KitError
 
+from ..grading.options import GradeOptions
+
 KIT_PARTS = ("attnkit", "solutions", "autograder", "data", "pyproject.toml", "README.md")
 SKIPPED_NAMES = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+PASSED_ON = ("timeout", "budget", "memory_mb", "cell_timeout")
+"""The grading options ``attnkit gradescope`` takes and ``run_autograder`` grades with (its
+isolation is the container's, its late policy and per-student inputs ride in the zip)."""
 
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope runs this once, as root and online, when it builds the autograder's image.
@@ -119,7 +126,7 @@ set -uo pipefail
 AUTOGRADER="${{ATTNKIT_AUTOGRADER_ROOT:-/autograder}}"
 export ATTNKIT_DATA_DIR="$AUTOGRADER/source/data"
 export ATTNKIT_VERDICT="$AUTOGRADER/lesson-data/the-verdict.txt"
-exec "$AUTOGRADER/venv/bin/python" -m attnkit_autograder.platforms.gradescope \\
+exec "$AUTOGRADER/venv/bin/python" -m attnkit_autograder.cli.run_autograder \\
     --root "$AUTOGRADER" --assignment {assignment} --visibility {visibility}{options}
 """
 SECRET_NAME = "course-secret"
@@ -134,10 +141,12 @@ def build_zip(
     kit_root: Path,
     secret: bytes | None = None,
     policy: Path | None = None,
+    grade_arguments: tuple[str, ...] = (),
 ) -> Path:
     """Write the autograder zip for one assignment; its root is Gradescope's source folder.
     With ``secret`` (the course secret), it grades with per-student inputs; with a late
-    ``policy`` (checked now), the zip holds it and run_autograder applies it."""
+    ``policy`` (checked now), the zip holds it and run_autograder applies it;
+    ``grade_arguments`` (the grading options, see :data:`PASSED_ON`) are run_autograder's."""
     from ..classes import late
 
     if policy is not None:
@@ -149,7 +158,8 @@ def build_zip(
             "(installed with pip install -e .).",
         )
     target.parent.mkdir(parents=True, exist_ok=True)
-    options = "" if secret is None else " --seed-per-student"
+    options = "".join(f" {shlex.quote(argument)}" for argument in grade_arguments)
+    options += "" if secret is None else " --seed-per-student"
     if policy is not None:
         options += f' \\\n    --late-policy "$AUTOGRADER/source/{LATE_POLICY}"'
     run = RUN_AUTOGRADER.format(assignment=assignment, visibility=visibility, options=options)
@@ -266,13 +276,16 @@ def gradescope_student(root: Path) -> str:
 
 
 def grade_for_gradescope(
-    root: Path, slug: str, visibility: str, per_student: bool = False, policy: Any = None
+    root: Path,
+    slug: str,
+    visibility: str,
+    per_student: bool = False,
+    policy: Any = None,
+    graded_with: GradeOptions | None = None,
 ) -> dict[str, Any]:
     """Grade ``root/submission`` and return Gradescope's results document; with
     ``per_student``, on inputs of the student's own (see :mod:`.per_student`); with a late
     ``policy`` (a :class:`~attnkit_autograder.classes.late.LatePolicy`), applied to the score."""
-    from dataclasses import replace
-
     from ..grading.per_student import CourseSecret, CourseSecretError, from_file
     from ..grading.pipeline import grade_safely
     from ..grading.submission import Submission
@@ -284,7 +297,7 @@ def grade_for_gradescope(
         results = to_results({"submissions": []}, visibility)
         results["output"] += f" Found: {names}."
         return results
-    settings, student = sandbox_for_gradescope(), "submission"
+    settings, student = sandbox_for_gradescope(graded_with or GradeOptions()), "submission"
     if per_student:
         try:
             secret = CourseSecret(from_file(root / "source" / SECRET_NAME))
@@ -303,7 +316,7 @@ def grade_for_gradescope(
 GRADESCOPE_USER = "attnkit-student"
 
 
-def sandbox_for_gradescope() -> Any:
+def sandbox_for_gradescope(graded_with: GradeOptions) -> Any:
     """bubblewrap where the container allows it; else the separate unprivileged user that
     setup.sh created. Never no isolation: if neither works, grading fails loudly."""
     from ..grading.pipeline import GradeSettings
@@ -313,44 +326,8 @@ def sandbox_for_gradescope() -> Any:
     try:
         check_sandbox(SandboxSettings())
     except SandboxUnavailable:
-        return GradeSettings(sandbox_user=GRADESCOPE_USER)
-    return GradeSettings()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``run_autograder``'s entry point: a results.json for every submission the grader
-    could judge (a damaged or missing notebook included, with what to fix); exit 1 and
-    no results.json when the grader itself failed."""
-    import argparse
-
-    from attnkit.assignments import get_assignment
-
-    parser = argparse.ArgumentParser(description="grade a Gradescope submission")
-    parser.add_argument("--root", type=Path, default=Path("/autograder"))
-    parser.add_argument("--assignment", required=True)
-    parser.add_argument("--visibility", default="after_published", choices=VISIBILITIES)
-    parser.add_argument("--seed-per-student", action="store_true")
-    parser.add_argument("--late-policy", type=Path, default=None)
-    args = parser.parse_args(argv)
-    slug = get_assignment(args.assignment).slug
-    target = args.root / "results" / "results.json"
-    target.unlink(missing_ok=True)  # a stale file must never stand in for this grading
-    policy = None
-    if args.late_policy is not None:
-        from ..classes.late import read_policy
-
-        policy = read_policy(args.late_policy)
-    try:
-        results = grade_for_gradescope(
-            args.root, slug, args.visibility, args.seed_per_student, policy
-        )
-    except GraderFault as fault:
-        print(f"the grader failed on this submission, so no score is recorded: {fault}")
-        return 1
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(results, indent=1), encoding="utf-8")
-    print(f"score {results['score']}: wrote {target}")
-    return 0
+        return GradeSettings(replace(graded_with, sandbox_user=GRADESCOPE_USER))
+    return GradeSettings(graded_with)
 
 
 def verify_scripts_parse(zip_path: Path) -> None:
@@ -358,7 +335,3 @@ def verify_scripts_parse(zip_path: Path) -> None:
     with zipfile.ZipFile(zip_path) as archive:
         for name in ("setup.sh", "run_autograder"):
             subprocess.run(["bash", "-n"], input=archive.read(name), check=True)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -21,7 +21,6 @@ Formats (one column per assignment in grades.json, titled with the assignment's 
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 from dataclasses import dataclass, field
@@ -41,38 +40,6 @@ ID_COLUMNS = ("sis login id", "login id", "username", "id", "sis user id", "stud
 EMAIL_COLUMNS = ("email", "email address", "e-mail")
 NAME_COLUMNS = ("student", "name", "full name", "student name")
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
-
-
-def add_parser(commands: Any) -> None:
-    export = commands.add_parser(
-        "export",
-        help="(instructors) write OUT's grades as Canvas, Moodle or Gradescope import CSV, "
-        "matched against the course roster",
-        description="Write OUT/export-FORMAT.csv from OUT/grades.json for an LMS grade "
-        "import. Students are matched by the roster's ids or email; a submission that "
-        "matches no roster row (or two) is listed and nothing is written.",
-    )
-    export.add_argument("out", type=Path, metavar="OUT", help="the --out of attnkit grade")
-    export.add_argument("--format", required=True, choices=FORMATS, help="the platform")
-    export.add_argument(
-        "--roster", type=Path, required=True, metavar="ROSTER.csv",
-        help="the platform's student list, a CSV with an id or email column",
-    )  # fmt: skip
-    export.add_argument(
-        "--missing",
-        choices=("blank", "zero"),
-        default="blank",
-        help="what a roster student with no graded submission gets (default: blank)",
-    )
-    export.add_argument(
-        "--leave-out",
-        action="append",
-        default=[],
-        metavar="STUDENT",
-        help="a student id of the gradebook to leave out of the export on purpose (one not on "
-        "the roster: a visitor, a withdrawn student); repeat for more. It is listed",
-    )
-    export.set_defaults(handler=run)
 
 
 @dataclass(frozen=True)
@@ -143,8 +110,10 @@ def read_roster(path: Path) -> list[Student]:
         raise refuse(path, "empty")
     header = [h.strip() for h in rows[0][1]]
     lower = [h.lower() for h in header]
-    ids = sorted((i for i, h in enumerate(lower) if h in ID_COLUMNS),
-                 key=lambda i: ID_COLUMNS.index(lower[i]))  # fmt: skip
+    ids = sorted(
+        (i for i, h in enumerate(lower) if h in ID_COLUMNS),
+        key=lambda i: ID_COLUMNS.index(lower[i]),
+    )
     emails = [i for i, h in enumerate(lower) if h in EMAIL_COLUMNS]
     names = [i for i, h in enumerate(lower) if h in NAME_COLUMNS]
     canvas = [(i, h) for i, h in enumerate(header) if h in CANVAS_COLUMNS]
@@ -355,14 +324,20 @@ def late_table(students: list[Student], grades: dict[str, Any], matched: Matched
             continue
         student, title = students[row], grades["assignments"][record["assignment"]]["title"]
         writer.writerow(
-            [csv_cell(v) for v in (student.ident[1], student.email, record["student"], title,
-             f"{float(record['raw_score']):g}", f"{float(record['score']):g}", why["status"],
-             why["days_late"], f"{float(why['penalty_percent']):g}", why["reason"])]
-        )  # fmt: skip
+            [
+                csv_cell(v)
+                for v in (
+                    student.ident[1],
+                    student.email,
+                    record["student"],
+                    title,
+                    f"{float(record['raw_score']):g}",
+                    f"{float(record['score']):g}",
+                    why["status"],
+                    why["days_late"],
+                    f"{float(why['penalty_percent']):g}",
+                    why["reason"],
+                )
+            ]
+        )
     return buffer.getvalue()
-
-
-def run(args: argparse.Namespace) -> int:
-    target = export(args.out, args.format, args.roster, args.missing, tuple(args.leave_out))
-    print(f"wrote {target}: import it into {args.format.split('-')[0].title()}")
-    return 0

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkit.errors import KitError
+from attnkit.terminal import one_line
 
 
 def find_course(path: Path) -> Path | None:
@@ -73,3 +74,13 @@ def push_grades(course: Path, records: list[dict[str, Any]]) -> list[str]:
                 notebook.late_submission_penalty = round(record["raw_score"] - record["score"], 4)
             gradebook.db.commit()
     return notes
+
+
+def publish(gradebook: str | Path | None, submissions: Path, records: list[dict[str, Any]]) -> None:
+    """Write the grades into the nbgrader course's gradebook, where there is one: the
+    course given with --gradebook, or the one SUBMISSIONS is (or holds submitted/ for)."""
+    course = Path(gradebook) if gradebook is not None else find_course(submissions)
+    if course is not None:
+        for note in push_grades(course, records):
+            print(f"note: {one_line(note)}")
+        print(f"grades written to the nbgrader gradebook of {course}")

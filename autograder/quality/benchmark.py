@@ -160,57 +160,47 @@ def bench_attnkit(
 ) -> dict[str, Any]:
     """``attnkit grade`` of ``folder``; under py-spy (every grader, sandbox and worker
     process, as a flame graph in ``profile``) when ``profile`` is given."""
-    command = [
-        sys.executable,
-        "-m",
-        "attnkit",
-        "grade",
-        str(folder),
-        "--out",
-        str(out),
-        "--jobs",
-        str(jobs),
-        "--timeout",
-        str(timeout),
-        "--cell-timeout",
-        str(timeout),
-    ]
+    command = [sys.executable, "-m", "attnkit", "grade", str(folder), "--out", str(out)]
+    command += ["--jobs", str(jobs), "--timeout", str(timeout), "--cell-timeout", str(timeout)]
     if profile is not None:
-        flame = profile / "attnkit-grade.svg"
-        # --nonblocking: py-spy reads each process without stopping it; stopped under
-        # ptrace, a worker the sandbox kills (a call past its limit) left py-spy waiting.
-        command = [py_spy(), "record", "--subprocesses", "--nonblocking", "--rate", "100",
-                   "--format", "flamegraph", "--output", str(flame), "--", *command]  # fmt: skip
+        command = profiled(command, profile / "attnkit-grade.svg")
     wall, peak, pss, code = timed(command)
     records = json.loads((out / "grades.json").read_text())["submissions"]
-    slowest = max(
-        (
-            json.loads(p.read_text())["run"]["seconds"]
-            for p in (out / "results").glob("*/*.json")
-            if "run" in json.loads(p.read_text())
-        ),
-        default=0.0,
-    )
-    # Where the time went: each submission's phases, and each cell's time (by its index in
-    # the notebook: every submission is built from the same one), summed over the run.
-    phases: dict[str, float] = {}
-    cells: dict[str, float] = {}
-    for path in (out / "results").glob("*/*.json"):
-        run = json.loads(path.read_text()).get("run", {})
-        for phase, seconds in run.get("phases", {}).items():
-            phases[phase] = phases.get(phase, 0.0) + seconds
-        for cell, seconds in run.get("cell_seconds", {}).items():
-            cells[cell] = cells.get(cell, 0.0) + seconds
     return {
         "wall": wall,
         "peak": peak,
         "pss": pss,
         "code": code,
         "graded": len(records),
-        "slowest_submission": slowest,
-        "phases": phases,
-        "cells": cells,
+        **time_spent(out),
     }
+
+
+def profiled(command: list[str], flame: Path) -> list[str]:
+    """``command`` under py-spy, every process it starts included, into the flame graph.
+    --nonblocking: py-spy reads each process without stopping it; stopped under ptrace, a
+    worker the sandbox kills (a call past its limit) left py-spy waiting."""
+    record = [py_spy(), "record", "--subprocesses", "--nonblocking", "--rate", "100"]
+    return [*record, "--format", "flamegraph", "--output", str(flame), "--", *command]
+
+
+def time_spent(out: Path) -> dict[str, Any]:
+    """The slowest submission, and each submission's phases and each cell's time (by its
+    index in the notebook: every submission is built from the same one), summed over the
+    run."""
+    phases: dict[str, float] = {}
+    cells: dict[str, float] = {}
+    slowest = 0.0
+    for path in (out / "results").glob("*/*.json"):
+        run = json.loads(path.read_text()).get("run")
+        if run is None:
+            continue
+        slowest = max(slowest, run["seconds"])
+        for phase, seconds in run.get("phases", {}).items():
+            phases[phase] = phases.get(phase, 0.0) + seconds
+        for cell, seconds in run.get("cell_seconds", {}).items():
+            cells[cell] = cells.get(cell, 0.0) + seconds
+    return {"slowest_submission": slowest, "phases": phases, "cells": cells}
 
 
 def honest(folder: Path) -> list[Path]:

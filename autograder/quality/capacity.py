@@ -25,6 +25,7 @@ from attnkit.assignments import ASSIGNMENTS
 
 from ..authoring.corpus import fill_notebook, released_notebook, write_notebook
 from ..classes import discovery, merge, run_manifest, shards
+from ..grading.options import GradeOptions
 from ..grading.submission import Submission
 from ..lessons.rubric import graded_cells
 from .benchmark import ASSIGNMENTS_DIR
@@ -38,13 +39,20 @@ def synthetic_result(submission: Submission, index: int, stamp: str) -> dict[str
     tests = []
     for number, cell in enumerate(graded_cells(SLUG)):
         failed = (index + number) % 7 == 0
-        tests.append({
-            "checks_passed": 0 if failed else 3, "checks_total": 3, "diagnosis": None,
-            "exercise": cell.exercise, "grade_id": cell.grade_id, "hint": None,
-            "max_points": cell.points, "points": 0.0 if failed else cell.points,
-            "message": "the weights differ from the reference at [0, 1]" if failed else "",
-            "status": "failed" if failed else "passed",
-        })  # fmt: skip
+        tests.append(
+            {
+                "checks_passed": 0 if failed else 3,
+                "checks_total": 3,
+                "diagnosis": None,
+                "exercise": cell.exercise,
+                "grade_id": cell.grade_id,
+                "hint": None,
+                "max_points": cell.points,
+                "points": 0.0 if failed else cell.points,
+                "message": "the weights differ from the reference at [0, 1]" if failed else "",
+                "status": "failed" if failed else "passed",
+            }
+        )
     return {
         "student": submission.student, "assignment": SLUG, "status": "graded",
         "score": sum(t["points"] for t in tests), "max_score": sum(t["max_points"] for t in tests),
@@ -77,14 +85,9 @@ def measure(work: Path, count: int, shard_count: int) -> dict[str, float]:
     with timed("discovery", figures):
         found = discovery.discover(subs)
     assert len(found) == count, len(found)
-    options = argparse.Namespace(
-        submissions=subs, assignment=None, timeout=10.0, budget=120.0, memory_mb=2048,
-        cell_timeout=30.0, feedback=False, no_sandbox=False, sandbox_user=None, gradebook=None,
-        late_policy=None,
-    )  # fmt: skip
     with timed("class file", figures):
         manifests = [
-            run_manifest.of_run(options, found, shards.Shard(i, shard_count))
+            run_manifest.of_run(subs, None, GradeOptions(), found, shards.Shard(i, shard_count))
             for i in range(1, shard_count + 1)
         ]
     with timed("slicing", figures):
@@ -126,9 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="attnkit-capacity-") as tmp:
         figures = measure(Path(tmp), args.submissions, args.shards)
     n = args.submissions
-    print(f"{n} submissions of {SLUG} ({kib(figures['notebook bytes'])} a notebook), "
-          f"{args.shards} shards ({figures['smallest shard']:.0f} to "
-          f"{figures['largest shard']:.0f} submissions each)")  # fmt: skip
+    print(
+        f"{n} submissions of {SLUG} ({kib(figures['notebook bytes'])} a notebook), "
+        f"{args.shards} shards ({figures['smallest shard']:.0f} to "
+        f"{figures['largest shard']:.0f} submissions each)"
+    )
     for what in ("discovery", "class file", "slicing", "merge"):
         seconds = figures[what]
         print(f"  {what:<11}: {seconds:7.2f} s ({seconds / n * 1e3:.3f} ms a submission)")

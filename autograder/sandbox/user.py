@@ -138,9 +138,24 @@ def end_everything_of(user: str) -> None:
     for folder in SHARED_SCRATCH:
         if os.path.isdir(folder):
             subprocess.run(
-                ["find", folder, "-xdev", "-mindepth", "1", "-maxdepth", "1", "-user", user,
-                 "-exec", "rm", "-rf", "--", "{}", "+"],
+                [
+                    "find",
+                    folder,
+                    "-xdev",
+                    "-mindepth",
+                    "1",
+                    "-maxdepth",
+                    "1",
+                    "-user",
+                    user,
+                    "-exec",
+                    "rm",
+                    "-rf",
+                    "--",
+                    "{}",
+                    "+",
+                ],
                 capture_output=True,
                 timeout=300,
                 check=False,
-            )  # fmt: skip
+            )

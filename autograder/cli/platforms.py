@@ -1,11 +1,5 @@
-"""The instructors' ``attnkit`` commands: generate, grade, merge, regrade, slurm, gradescope,
-release, demo, course.
-
-They register themselves into the public command line through the ``attnkit.commands``
-entry point (see pyproject.toml), so the public ``attnkit`` package never names this one:
-a student install (the bundle) has no such entry point, and its ``attnkit --help`` lists
-only the student commands. Each command is one function taking the parsed arguments and
-returning an exit code; errors the user can fix are :class:`~attnkit.errors.KitError`.
+"""The commands of what leaves the kit: ``attnkit gradescope``, ``export``, ``report``,
+``release``, ``demo`` and ``course``, each a thin call into :mod:`attnkit_autograder.platforms`.
 """
 
 from __future__ import annotations
@@ -18,48 +12,20 @@ from typing import Any
 
 from attnkit.errors import KitError
 
-from .classes import grade as grade_command
-from .classes import merge, regrade
-from .grading import per_student
-from .platforms import class_report, lms_export, slurm
+from ..classes.run_manifest import option_problem
+from ..grading.per_student import CourseSecretError, from_file
+from ..platforms import lms_export
+from . import options
 
-KIT_ROOT = Path(__file__).resolve().parent.parent
+KIT_ROOT = Path(__file__).resolve().parents[2]
 """The kit's checkout (a clone holds assignments/, README.md and pyproject.toml here)."""
-
-
-def cmd_generate(args: argparse.Namespace) -> int:
-    """Regenerate the student notebooks in assignments/ with nbgrader (instructors)."""
-    from .authoring import command_reference as reference
-    from .authoring import expected_values, fingerprints, registry, released
-
-    if args.check:
-        stale_registry = registry.stale()
-        problems = stale_registry + released.released_differences(args.out)
-        # The visible checks name their exercises in the registry: with a stale one they
-        # cannot load, so the fingerprints wait until it is regenerated.
-        problems += [] if stale_registry else fingerprints.stale() + expected_values.stale()
-        problems += reference.stale()
-        for problem in problems:
-            print(problem)
-        if problems:
-            print("run `attnkit generate` to regenerate them", file=sys.stderr)
-            return 1
-        print(f"{args.out} matches the source notebooks")
-        return 0
-    for path in [*registry.write(), *released.generate_released(args.out)]:
-        print(f"wrote {path}")
-    print(f"wrote {expected_values.write()}")
-    print(f"wrote {fingerprints.write_fingerprints()}")
-    if (readme := reference.write()) is not None:
-        print(f"wrote the command reference in {readme}")
-    return 0
 
 
 def cmd_gradescope(args: argparse.Namespace) -> int:
     """Build a Gradescope autograder zip for one assignment."""
     from attnkit.assignments import get_assignment
 
-    from .platforms import gradescope
+    from ..platforms import gradescope
 
     try:
         slug = get_assignment(args.assignment).slug
@@ -68,14 +34,24 @@ def cmd_gradescope(args: argparse.Namespace) -> int:
     secret = None
     if args.seed_per_student or args.course_secret is not None:
         if not (args.seed_per_student and args.course_secret is not None):
-            raise per_student.CourseSecretError(
+            raise CourseSecretError(
                 "--seed-per-student on Gradescope needs --course-secret FILE (the zip "
                 "carries a copy of the secret, readable by root only).",
                 "Pass both, or neither.",
             )
-        secret = per_student.from_file(args.course_secret)
-    kit_root = KIT_ROOT
-    path = gradescope.build_zip(args.zip, slug, args.visibility, kit_root, secret, args.late_policy)
+        secret = from_file(args.course_secret)
+    problem = option_problem(options.options_of(args).to_dict())
+    if problem is not None:
+        raise KitError(f"the grading options are not usable: {problem}.")
+    path = gradescope.build_zip(
+        args.zip,
+        slug,
+        args.visibility,
+        KIT_ROOT,
+        secret,
+        args.late_policy,
+        tuple(options.passed_on(args, gradescope.PASSED_ON)),
+    )
     gradescope.verify_scripts_parse(path)
     print(f"wrote {path}: upload it as the autograder of {slug} on Gradescope")
     return 0
@@ -83,10 +59,9 @@ def cmd_gradescope(args: argparse.Namespace) -> int:
 
 def cmd_release(args: argparse.Namespace) -> int:
     """Build the student bundle and prove it holds no solution or hidden test."""
-    from .platforms import bundle
+    from ..platforms import bundle
 
-    kit_root = KIT_ROOT
-    path = bundle.build_bundle(args.zip, kit_root, kit_root / "assignments")
+    path = bundle.build_bundle(args.zip, KIT_ROOT, KIT_ROOT / "assignments")
     leaks = bundle.secrets_in(path)
     if leaks:
         path.unlink()
@@ -99,7 +74,7 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 def cmd_course_init(args: argparse.Namespace) -> int:
     """Create a working nbgrader course from the kit."""
-    from .platforms import course
+    from ..platforms import course
 
     slugs = course.init_course(args.dir.resolve())
     print(
@@ -121,46 +96,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Build a small class of submissions and grade it, to show what the kit does."""
     from attnkit.assignments import get_assignment
 
-    from .platforms import demo
+    from ..platforms import demo
 
     try:
         slug = get_assignment(args.lesson).slug
     except KeyError as exc:
         raise KitError(exc.args[0]) from None
     return demo.run_demo(args.out, args.jobs, slug)
-
-
-def register(commands: Any) -> None:
-    """Add the instructors' commands to the ``attnkit`` sub-command parsers."""
-    add_generate(commands)
-    grade_command.add_parser(commands)
-    merge.add_parser(commands)
-    regrade.add_parser(commands)
-    slurm.add_parser(commands)
-    lms_export.add_parser(commands)
-    class_report.add_parser(commands)
-    add_gradescope(commands)
-    add_release(commands)
-    add_demo(commands)
-    add_course(commands)
-
-
-def add_generate(commands: Any) -> None:
-    generate = commands.add_parser(
-        "generate",
-        help="(instructors) regenerate assignments/ from the source notebooks with nbgrader",
-    )
-    generate.add_argument(
-        "--out",
-        type=Path,
-        default=Path("assignments"),
-        metavar="DIR",
-        help="the folder of released notebooks to write or check (default: assignments)",
-    )
-    generate.add_argument(
-        "--check", action="store_true", help="only report whether DIR is up to date"
-    )
-    generate.set_defaults(handler=cmd_generate)
 
 
 def add_gradescope(commands: Any) -> None:
@@ -176,7 +118,13 @@ def add_gradescope(commands: Any) -> None:
         choices=["hidden", "after_due_date", "after_published", "visible"],
         help="when students see the hidden tests' results (default: after_published)",
     )
-    per_student.add_options(gradescope, environment=False)
+    options.add_grade_options(gradescope, ("timeout", "budget", "memory_mb", "cell_timeout"))
+    gradescope.add_argument(
+        "--seed-per-student",
+        action="store_true",
+        help="draw each student's random hidden inputs from a seed of their own",
+    )
+    options.add_secret_option(gradescope, environment=False)
     gradescope.add_argument(
         "--late-policy",
         type=Path,
@@ -230,3 +178,77 @@ def add_course(commands: Any) -> None:
     )
     init.add_argument("dir", type=Path, metavar="DIR", help="the course folder to create")
     init.set_defaults(handler=cmd_course_init)
+
+
+def add_export(commands: Any) -> None:
+    export = commands.add_parser(
+        "export",
+        help="(instructors) write OUT's grades as Canvas, Moodle or Gradescope import CSV, "
+        "matched against the course roster",
+        description="Write OUT/export-FORMAT.csv from OUT/grades.json for an LMS grade "
+        "import. Students are matched by the roster's ids or email; a submission that "
+        "matches no roster row (or two) is listed and nothing is written.",
+    )
+    export.add_argument("out", type=Path, metavar="OUT", help="the --out of attnkit grade")
+    export.add_argument("--format", required=True, choices=lms_export.FORMATS, help="the platform")
+    export.add_argument(
+        "--roster",
+        type=Path,
+        required=True,
+        metavar="ROSTER.csv",
+        help="the platform's student list, a CSV with an id or email column",
+    )
+    export.add_argument(
+        "--missing",
+        choices=("blank", "zero"),
+        default="blank",
+        help="what a roster student with no graded submission gets (default: blank)",
+    )
+    export.add_argument(
+        "--leave-out",
+        action="append",
+        default=[],
+        metavar="STUDENT",
+        help="a student id of the gradebook to leave out of the export on purpose (one not on "
+        "the roster: a visitor, a withdrawn student); repeat for more. It is listed",
+    )
+    export.set_defaults(handler=run_export)
+
+
+def add_report(commands: Any) -> None:
+    report = commands.add_parser(
+        "report",
+        help="(instructors) write OUT/report.html: score histograms, pass rates per graded "
+        "cell, the most common named mistakes, who could not be graded, similar submissions",
+        description="Write OUT/report.html, one self-contained page about the class graded "
+        "into OUT (by attnkit grade or attnkit merge), with a similarity review: pairs of "
+        "submissions whose own code is alike, for the instructor to read (never a penalty).",
+    )
+    report.add_argument("out", type=Path, metavar="OUT", help="the --out of attnkit grade")
+    report.add_argument(
+        "--no-similarity",
+        dest="similarity",
+        action="store_false",
+        help="leave out the similarity review (which reads the graded files again)",
+    )
+    report.set_defaults(handler=run_report)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from ..platforms import lms_export
+
+    target = lms_export.export(
+        args.out, args.format, args.roster, args.missing, tuple(args.leave_out)
+    )
+    print(f"wrote {target}: import it into {args.format.split('-')[0].title()}")
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from ..classes import results
+    from ..platforms import class_report
+
+    target = args.out / "report.html"
+    results.write_atomic(target, class_report.render(args.out, args.similarity))
+    print(f"wrote {target}")
+    return 0
