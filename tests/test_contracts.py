@@ -19,7 +19,7 @@ import pytest
 from attnkit.assignments import ASSIGNMENTS
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITES = ROOT / "autograder" / "lessons" / "suites"
+LESSONS = ROOT / "autograder" / "lessons"
 
 
 def normal(text: str) -> str:
@@ -49,7 +49,7 @@ def released_docstrings(slug: str) -> dict[str, str]:
 def hidden_tests(slug: str) -> list[tuple[str, list[tuple[str, ...]]]]:
     """(test name, its contract declarations) for every test of the hidden suite, read
     from the suite's source (``@contract`` takes string literals only)."""
-    tree = ast.parse((SUITES / f"test_{slug}.py").read_text(encoding="utf-8"))
+    tree = ast.parse((LESSONS / f"l{slug}" / "hidden_tests.py").read_text(encoding="utf-8"))
     tests = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):

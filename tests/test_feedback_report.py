@@ -78,7 +78,7 @@ def test_buggy_report_names_the_mistake_escapes_text_and_hides_tests(reports) ->
     page = reports["buggy"].with_suffix(".html").read_text()
     assert MISTAKE.title in page and "Looks like a classic mistake" in page
     assert INJECTION not in page and "&lt;script&gt;" in page
-    suite = (ROOT / "autograder" / "lessons" / "suites" / f"test_{SLUG}.py").read_text()
+    suite = (ROOT / "autograder" / "lessons" / f"l{SLUG}" / "hidden_tests.py").read_text()
     for line in suite.splitlines():
         line = line.strip()
         if len(line) > 30 and not line.startswith(("#", '"""', "from ", "import ")):

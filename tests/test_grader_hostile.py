@@ -28,11 +28,11 @@ from attnkit_autograder.grading.pipeline import GradeSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
-HIDDEN_SUITE = ROOT / "autograder" / "lessons" / "suites" / "test_02_self_attention.py"
+HIDDEN_SUITE = ROOT / "autograder" / "lessons" / "l02_self_attention" / "hidden_tests.py"
 GRADER_OWNED = [
     HIDDEN_SUITE,
     ROOT / "solutions" / "self_attention.py",
-    ROOT / "autograder" / "lessons" / "mistakes.toml",
+    ROOT / "autograder" / "lessons" / "l02_self_attention" / "mistakes.toml",
     ROOT / "attnkit" / "student_process" / "worker.py",
 ]
 SETTINGS = GradeSettings(GradeOptions(timeout=3.0, cell_timeout=5.0, budget=60.0, memory_mb=1024))

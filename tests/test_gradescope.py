@@ -164,7 +164,7 @@ def autograder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         zipped.extractall(home / "source")
     # Gradescope's layout: both scripts at the zip's root, the project beside them.
     assert {"setup.sh", "run_autograder", "pyproject.toml"} <= names
-    assert any(n.startswith("autograder/lessons/suites/") for n in names)
+    assert any(n.startswith("autograder/lessons/l02_self_attention/") for n in names)
     for script in ("setup.sh", "run_autograder"):
         os.chmod(home / "source" / script, 0o755)  # zipfile does not restore modes
     shutil.copy(home / "source" / "run_autograder", home / "run_autograder")

@@ -1,7 +1,7 @@
 """Mutation testing: the hidden suites fail every plausible wrong variant of each reference.
 
 See autograder/quality/mutation.py. Every mutant of every exercise is either killed by its
-lesson's hidden suite or judged equivalent in autograder/lessons/mutation_equivalent.py, with a
+lesson's hidden suite or judged equivalent in its lesson's mutation.py (JUDGED), with a
 reason; a mutant that survives and differs from the reference on random inputs, or one
 that agrees but nobody has judged, fails here with its description and line.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from attnkit.assignments import ASSIGNMENTS
+from attnkit_autograder.quality.equivalence import known_equivalent
 from attnkit_autograder.quality.mutation import (
-    KNOWN_EQUIVALENT,
     exercises,
     mutant_namespace,
     report,
@@ -45,11 +45,11 @@ def test_the_hidden_suite_kills_every_non_equivalent_mutant(slug: str) -> None:
     result = score_lesson(slug)
     assert result.killed, report(result)
     assert not result.survived, report(result)
-    assert not result.unjudged, "judge these in mutation_equivalent.py:\n" + report(result)
+    assert not result.unjudged, "judge these in the lesson's mutation.py:\n" + report(result)
     # Every judgement still names a mutant the operators generate: none is stale.
     judged = {(slug, m.exercise, m.statement, m.description) for m, _ in result.equivalent}
-    stale = {k for k in KNOWN_EQUIVALENT if k[0] == slug} - judged
-    assert not stale, f"KNOWN_EQUIVALENT entries that match no surviving mutant: {stale}"
+    stale = {k for k in known_equivalent() if k[0] == slug} - judged
+    assert not stale, f"judged equivalents that match no surviving mutant: {stale}"
 
 
 def test_a_weak_suite_lets_mutants_survive() -> None:

@@ -62,7 +62,7 @@ def test_a_missing_bubblewrap_is_refused_with_what_to_install(monkeypatch) -> No
 
 def test_the_kit_source_references_and_other_files_are_not_there() -> None:
     paths = [
-        str(ROOT / "autograder" / "lessons" / "suites"),
+        str(ROOT / "autograder" / "lessons" / "l02_self_attention"),
         str(ROOT / "solutions"),
         str(ROOT / "README.md"),
         str(ROOT / "autograder"),

@@ -203,7 +203,7 @@ def changed_suite(tmp_path: Path) -> Path:
     a softmax without the max-subtraction now passes them."""
     package = tmp_path / "upgrade" / "attnkit_autograder"
     shutil.copytree(ROOT / "autograder", package, ignore=shutil.ignore_patterns("__pycache__"))
-    suite = package / "lessons" / "suites" / f"test_{SLUG}.py"
+    suite = package / "lessons" / f"l{SLUG}" / "hidden_tests.py"
     text = suite.read_text()
     huge = re.compile(r"    x = np\.array\(\[\[1000\.0, [^\n]*\n")
     masked = re.compile(r"    masked = np\.array[^\n]*\n    same_call\([^\n]*masked[^\n]*\n")

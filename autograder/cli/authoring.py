@@ -30,6 +30,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """Regenerate the student notebooks in assignments/ with nbgrader (instructors)."""
     from ..authoring import command_reference as reference
     from ..authoring import expected_values, fingerprints, registry, released
+    from ..grading import kernels
 
     if args.check:
         stale_registry = registry.stale()
@@ -37,6 +38,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         # The visible checks name their exercises in the registry: with a stale one they
         # cannot load, so the fingerprints wait until it is regenerated.
         problems += [] if stale_registry else fingerprints.stale() + expected_values.stale()
+        problems += [] if stale_registry else kernels.stale()
         problems += reference.stale()
         for problem in problems:
             print(problem)
@@ -49,6 +51,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         print(f"wrote {path}")
     print(f"wrote {expected_values.write()}")
     print(f"wrote {fingerprints.write_fingerprints()}")
+    for path in kernels.write():
+        print(f"wrote {path}")
     if (readme := reference.write()) is not None:
         print(f"wrote the command reference in {readme}")
     return 0

@@ -1,4 +1,8 @@
-"""The catalogue of classic mistakes (``mistakes.toml``) and the grader's diagnosis with it.
+"""The catalogue of classic mistakes and the grader's diagnosis with it.
+
+Each lesson folder's ``mistakes.toml`` holds that lesson's mistakes; the mistakes made in
+several exercises of the kit (an operation done wrong wherever it is written) are in
+``lessons/operations.toml``.
 
 The catalogue holds each classic mistake as code: the body an exercise would have if a
 student made it. An entry may be a *family*: its code has ``$placeholders`` and
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from attnkit.assignments import ASSIGNMENTS
 from attnkit.diagnosis import (
     Answer,
     MistakeInfo,
@@ -39,7 +44,10 @@ from attnkit.diagnosis import (
     single_out,
 )
 
-CATALOGUE = Path(__file__).resolve().parents[1] / "lessons" / "mistakes.toml"
+from ..lessons import LESSONS, folder
+
+OPERATIONS = LESSONS / "operations.toml"
+"""The mistakes made in several exercises: one entry each, a body per exercise."""
 
 
 @dataclass(frozen=True)
@@ -68,16 +76,28 @@ class Mistake(MistakeInfo):
 
 
 @functools.cache
-def load_mistakes(path: Path = CATALOGUE) -> tuple[Mistake, ...]:
-    """Every mistake of the catalogue, one per exercise where it can be made."""
-    with path.open("rb") as handle:
-        entries = tomllib.load(handle)["mistake"]
-    mistakes = [mistake for entry in entries for mistake in expand(entry)]
+def load_mistakes() -> tuple[Mistake, ...]:
+    """Every mistake of the catalogue, one per exercise where it can be made: each lesson's
+    own (its folder's ``mistakes.toml``), then those of :data:`OPERATIONS`."""
+    mistakes = []
+    for slug in ASSIGNMENTS:
+        for entry in entries(folder(slug) / "mistakes.toml"):
+            mistakes += expand({"assignment": slug, **entry})
+    for entry in entries(OPERATIONS):
+        mistakes += expand(entry)
     keys = [m.key for m in mistakes]
     if len(set(keys)) != len(keys):
         twice = sorted({k for k in keys if keys.count(k) > 1})
-        raise ValueError(f"{path.name}: mistakes defined twice: {twice}")
+        raise ValueError(f"mistakes defined twice: {twice}")
     return tuple(mistakes)
+
+
+def entries(path: Path) -> list[dict[str, Any]]:
+    """The ``[[mistake]]`` entries of one catalogue file (none when it has no file)."""
+    if not path.is_file():
+        return []
+    with path.open("rb") as handle:
+        return tomllib.load(handle).get("mistake", [])
 
 
 def expand(entry: dict[str, Any]) -> list[Mistake]:

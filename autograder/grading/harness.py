@@ -23,7 +23,6 @@ import io
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,11 +36,11 @@ from attnkit.probe import Probe
 from attnkit.selfcheck.runner import describe_error
 from attnkit.student_process.wire import encode
 
+from .. import lessons
+from ..lessons import LESSONS
 from ..lessons.rubric import graded_cells
 from ..sandbox.errors import SubmissionError, WorkerCrashed, WorkerTimeout
 from .withholding import test_order
-
-SUITES = Path(__file__).resolve().parents[1] / "lessons" / "suites"
 
 
 def grade(grade_id: str) -> pytest.MarkDecorator:
@@ -130,7 +129,7 @@ FIXTURES = frozenset({"submission", "reference"})
 def suite_arguments(slug: str) -> list[str]:
     """pytest's command line for collecting ``slug``'s hidden suite, quiet and without the
     plugins that only add cost."""
-    suite = SUITES / f"test_{slug}.py"
+    suite = lessons.folder(slug) / "hidden_tests.py"
     # Plugins that only add cost here: pytest's output is discarded, and
     # unraisableexception runs gc.collect() twice per session.
     quiet = [
@@ -144,7 +143,9 @@ def suite_arguments(slug: str) -> list[str]:
         "no:junitxml",
         "no:pastebin",
     ]
-    args = [str(suite), "-q", "--rootdir", str(SUITES), "-c", str(SUITES / "pytest.ini")]
+    # importlib: the lesson folders are packages, and sys.path stays as it is.
+    args = [str(suite), "-q", "--rootdir", str(LESSONS), "-c", str(LESSONS / "pytest.ini")]
+    args += ["--import-mode=importlib"]
     for plugin_name in quiet:
         args += ["-p", plugin_name]
     return args

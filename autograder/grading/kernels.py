@@ -3,8 +3,9 @@
 Withholding (:mod:`.withholding`) proves that no exercise uses a library softmax or attention.
 What it cannot know is a kernel nobody thought of that computes the whole answer under
 another name. So each exercise that must be written by hand lists the PyTorch kernels that
-the reference and every honest answer in the kit's corpora reach (``kernels_allowed.json``,
-written by ``python -m attnkit_autograder.grading.kernels OUT...``, traced on the hidden suites). An
+the reference and every honest answer in the kit's corpora reach (each lesson folder's
+``kernels_allowed.json``, written by ``python -m attnkit_autograder.grading.kernels OUT...``,
+traced on the hidden suites). An
 exercise that reaches a kernel no honest answer reaches is still graded on its values, with
 a note for the instructor that names the kernels: a new name is treated as suspect, never as
 allowed.
@@ -22,19 +23,24 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-ALLOWED_FILE = Path(__file__).resolve().parents[1] / "lessons" / "kernels_allowed.json"
+from attnkit.assignments import ASSIGNMENTS
+
+from .. import lessons
+
+ALLOWED = "kernels_allowed.json"
+"""Each lesson folder's list of the kernels its honest answers reach, by exercise."""
 SHOWN = 8
 """Kernel names one note lists."""
 
 
 @functools.cache
 def allowed() -> dict[str, dict[str, frozenset[str]]]:
-    """{assignment: {exercise: kernel names}} from ALLOWED_FILE."""
-    data = json.loads(ALLOWED_FILE.read_text(encoding="utf-8"))
-    return {
-        slug: {exercise: frozenset(names) for exercise, names in exercises.items()}
-        for slug, exercises in data.items()
-    }
+    """{assignment: {exercise: kernel names}} from each lesson folder's ALLOWED file."""
+    found = {}
+    for slug in ASSIGNMENTS:
+        data = json.loads((lessons.folder(slug) / ALLOWED).read_text(encoding="utf-8"))
+        found[slug] = {exercise: frozenset(names) for exercise, names in data.items()}
+    return found
 
 
 @functools.cache
@@ -108,7 +114,6 @@ def collect(outs: Iterable[Path]) -> dict[str, dict[str, set[str]]]:
 
 def reference_kernels() -> dict[str, dict[str, set[str]]]:
     """The kernels each exercise's reference reaches on its hidden suite."""
-    from attnkit.assignments import ASSIGNMENTS
     from attnkit.diagnosis import RecordingImplementation
 
     from .harness import reference_implementation, run_suite
@@ -123,23 +128,58 @@ def reference_kernels() -> dict[str, dict[str, set[str]]]:
     return found
 
 
+def traced(outs: Iterable[Path] = ()) -> dict[str, dict[str, set[str]]]:
+    """What each lesson's file should hold: what it holds, and every kernel the references
+    reach on the hidden suites and the honest answers graded into ``outs`` reach."""
+    merged = {
+        slug: {exercise: set(names) for exercise, names in exercises.items()}
+        for slug, exercises in allowed().items()
+    }
+    for found in (reference_kernels(), collect(outs)):
+        for slug, exercises in found.items():
+            for exercise, names in exercises.items():
+                merged.setdefault(slug, {}).setdefault(exercise, set()).update(names)
+    return merged
+
+
+def rendered(exercises: Mapping[str, Iterable[str]]) -> str:
+    data = {exercise: sorted(names) for exercise, names in sorted(exercises.items())}
+    return json.dumps(data, indent=1) + "\n"
+
+
+def write(outs: Iterable[Path] = ()) -> list[Path]:
+    """Rewrite each lesson's list (see :func:`traced`); the files that changed."""
+    written = []
+    for slug, exercises in traced(outs).items():
+        path = lessons.folder(slug) / ALLOWED
+        text = rendered(exercises)
+        if path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    allowed.cache_clear()
+    honest.cache_clear()
+    return written
+
+
+def stale() -> list[str]:
+    """A line per lesson whose list lacks a kernel its references reach."""
+    return [
+        f"{lessons.folder(slug) / ALLOWED} lacks kernels the references reach"
+        for slug, exercises in traced().items()
+        if rendered(exercises) != (lessons.folder(slug) / ALLOWED).read_text(encoding="utf-8")
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m attnkit_autograder.grading.kernels",
-        description="Write kernels_allowed.json from the references and graded honest answers.",
+        description="Add to each lesson's kernels_allowed.json the kernels the references and "
+        "the graded honest answers in OUT... reach.",
     )
     parser.add_argument("outs", nargs="*", type=Path, help="OUT folders of graded honest answers")
     args = parser.parse_args(argv)
-    merged = reference_kernels()
-    for slug, exercises in collect(args.outs).items():
-        for exercise, names in exercises.items():
-            merged.setdefault(slug, {}).setdefault(exercise, set()).update(names)
-    data = {
-        slug: {exercise: sorted(names) for exercise, names in sorted(exercises.items())}
-        for slug, exercises in sorted(merged.items())
-    }
-    ALLOWED_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {ALLOWED_FILE}")
+    for path in write(args.outs):
+        print(f"wrote {path}")
     return 0
 
 

@@ -3,3 +3,21 @@ mutation inputs and judged equivalents, allowed kernels and heatmap wiring.
 
 Content, not machinery: it imports only the public ``attnkit`` package and the sandbox.
 """
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+LESSONS = Path(__file__).resolve().parent
+
+
+def folder(slug: str) -> Path:
+    """The folder of lesson ``slug`` (``02_self_attention`` lives in ``l02_self_attention``)."""
+    return LESSONS / f"l{slug}"
+
+
+def part(slug: str, name: str) -> ModuleType:
+    """One module of lesson ``slug``'s folder: ``hidden_tests``, ``mutation``, ``heatmaps``."""
+    return importlib.import_module(f"{__name__}.l{slug}.{name}")

@@ -10,8 +10,9 @@ mutant is *killed* when any hidden test does not pass; a killed mutant's remaini
 are not run.
 
 A survivor that agrees with the reference on fresh random inputs
-(:mod:`.mutation_inputs`) is listed as *likely equivalent*; :data:`KNOWN_EQUIVALENT`
-holds those a human has judged, with the reason. Every other survivor is a gap in the
+(:mod:`.equivalence`, the requests of each lesson's ``mutation.py``) is listed as *likely
+equivalent*; each lesson's ``mutation.JUDGED`` holds those a human has judged, with the
+reason. Every other survivor is a gap in the
 suite.
 
     python -m attnkit_autograder.quality.mutation [slug ...]
@@ -30,9 +31,8 @@ from attnkit.outcome import PASSED
 from attnkit_solutions.exercises import declarations, reference_namespace, reference_object
 
 from ..grading.harness import reference_implementation, run_suite
-from ..lessons.mutation_equivalent import KNOWN_EQUIVALENT
-from ..lessons.mutation_inputs import agrees
 from ..lessons.rubric import graded_cells
+from .equivalence import agrees, known_equivalent
 from .mutation_operators import Mutant, mutants
 
 
@@ -43,7 +43,7 @@ class LessonScore:
     killed: list[Mutant] = field(default_factory=list)
     survived: list[Mutant] = field(default_factory=list)
     equivalent: list[tuple[Mutant, str]] = field(default_factory=list)
-    """Survivors judged equivalent to the reference (:data:`KNOWN_EQUIVALENT`), and why."""
+    """Survivors judged equivalent to the reference (a lesson's ``mutation.JUDGED``), and why."""
     unjudged: list[Mutant] = field(default_factory=list)
     """Survivors that agree with the reference on random inputs, not judged yet."""
 
@@ -124,8 +124,8 @@ def score_lesson(
                 result.killed.append(mutant)
             elif (
                 key := (slug, exercise, mutant.statement, mutant.description)
-            ) in KNOWN_EQUIVALENT:
-                result.equivalent.append((mutant, KNOWN_EQUIVALENT[key]))
+            ) in known_equivalent():
+                result.equivalent.append((mutant, known_equivalent()[key]))
             elif agrees(slug, exercise, reference_namespace(slug), namespace):
                 result.unjudged.append(mutant)
             else:

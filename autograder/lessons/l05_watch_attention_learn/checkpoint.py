@@ -3,10 +3,10 @@
 The head detectors are graded on fixed patterns and on real ones: those of the lesson's own
 model, trained as the notebook trains it (the reference ``train_step``, 2,000 steps of
 repeated segments), on three samples whose segment of 5, 8 or 11 tokens appears twice.
-The patterns ship with the kit (``suites/heads_checkpoint.npz``, about 8 KB), checked by
+The patterns ship with the kit (``heads_checkpoint.npz`` beside this file, about 8 KB), checked by
 the SHA-256 below; nothing is downloaded. Regenerate them, and the digest, with
 
-    python -m attnkit_autograder.lessons.heads_checkpoint
+    python -m attnkit_autograder.lessons.l05_watch_attention_learn.checkpoint
 
 (the last bits of a trained model differ between CPUs: regenerating on another machine
 gives another, equally good file, and a new digest to pin).
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-CHECKPOINT = Path(__file__).resolve().parent / "suites" / "heads_checkpoint.npz"
+CHECKPOINT = Path(__file__).resolve().parent / "heads_checkpoint.npz"
 CHECKPOINT_SHA256 = "4c619cbfedf35be3f792ee42e97bfeda610940449b88a6add67feb08b0dedb1c"
 PERIODS = (5, 8, 11)
 """The segment lengths of the samples: each sample is its segment shown twice."""

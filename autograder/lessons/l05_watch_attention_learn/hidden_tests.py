@@ -22,15 +22,14 @@ from attnkit_autograder.grading.suite_support import (
     same_call,
     same_module,
 )
-from attnkit_autograder.lessons.heads_checkpoint import load_patterns
+from attnkit_autograder.lessons.l05_watch_attention_learn.checkpoint import load_patterns
 
 T = {"kind": "tensor"}
 MHA = "MultiHeadAttention"
 MODEL = "TinyTransformer"
 PATTERNS = load_patterns()
-"""Attention weights [layers, heads, T, T] of the lesson's model, trained (see
-attnkit_autograder.lessons.heads_checkpoint): real previous-token, first-token and induction
-heads."""
+"""Attention weights [layers, heads, T, T] of the lesson's model, trained (see checkpoint.py
+beside this file): real previous-token, first-token and induction heads."""
 
 
 def causal_pattern(*shape: int, seed: int) -> np.ndarray:
