@@ -35,7 +35,13 @@ from attnkit.diagnosis import (
 from attnkit.implementation import LocalImplementation
 from attnkit.notebook_code import load_definitions
 from attnkit.selfcheck import run_exercise
-from attnkit_autograder.authoring.corpus import CorpusCase, case_notebook, read_case, write_notebook
+from attnkit_autograder.authoring.corpus import (
+    CorpusCase,
+    case_notebook,
+    catalogue_cases,
+    read_case,
+    write_notebook,
+)
 from attnkit_autograder.grading.catalogue import load_mistakes
 from attnkit_autograder.grading.explain import explain_failures
 from attnkit_autograder.grading.harness import reference_implementation, run_suite
@@ -48,7 +54,8 @@ CATALOGUE = {(m.assignment, m.exercise, m.id) for m in load_mistakes()}
 
 @functools.cache
 def cases() -> tuple[CorpusCase, ...]:
-    return tuple(read_case(path) for path in CORPUS)
+    """The corpus's files, and the catalogue's student-style cases."""
+    return (*(read_case(path) for path in CORPUS), *catalogue_cases())
 
 
 def namespace_of(case: CorpusCase, folder: Path) -> dict[str, Any]:

@@ -166,6 +166,26 @@ def read_case(path: Path) -> CorpusCase:
         slug, expect = header["assignment"].strip(), header["expect"].strip()
     except KeyError as exc:
         raise ValueError(f"{path}: the header needs '# {exc.args[0]}: ...'") from None
+    return CorpusCase(path.stem, slug, expect, answers_in(text, str(path)))
+
+
+def catalogue_cases() -> list[CorpusCase]:
+    """The catalogue's own student-style cases: each mistake's ``student`` definitions,
+    expected to be named as that mistake."""
+    return [
+        CorpusCase(
+            f"{m.assignment}-{m.id}-{m.exercise}",
+            m.assignment,
+            f"{m.exercise}={m.id}",
+            answers_in(textwrap.dedent(m.student), f"{m.assignment}/{m.id}"),
+        )
+        for m in load_mistakes()
+        if m.student
+    ]
+
+
+def answers_in(text: str, where: str) -> dict[str, str]:
+    """The body of each function, and of each class's ``forward``, that ``text`` defines."""
     answers = {}
     for node in ast.parse(text).body:
         if isinstance(node, ast.ClassDef):
@@ -173,13 +193,13 @@ def read_case(path: Path) -> CorpusCase:
                 n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "forward"
             ]
             if not methods:
-                raise ValueError(f"{path}: class {node.name} has no forward method")
+                raise ValueError(f"{where}: class {node.name} has no forward method")
             answers[node.name] = definition_body(text, methods[0])
         elif isinstance(node, ast.FunctionDef):
             answers[node.name] = definition_body(text, node)
     if not answers:
-        raise ValueError(f"{path}: answers no exercise")
-    return CorpusCase(path.stem, slug, expect, answers)
+        raise ValueError(f"{where}: answers no exercise")
+    return answers
 
 
 def definition_body(text: str, function: ast.FunctionDef) -> str:

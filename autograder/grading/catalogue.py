@@ -56,6 +56,9 @@ class Mistake(MistakeInfo):
     """The code, with ``$placeholders`` when the mistake is a family."""
     family: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Placeholder name and the values it takes; every combination is one program."""
+    student: str = ""
+    """The same mistake written the way a student would, unlike ``code``: whole definitions,
+    which the diagnosis corpus grades as one more case (tests/test_diagnosis_corpus.py)."""
 
     def programs(self) -> list[str]:
         """The code of every member of the family (one program when there is no family)."""
