@@ -29,7 +29,8 @@ message, this long (see :func:`bounded_message`)."""
 
 
 class Implementation(Protocol):
-    label: str
+    @property
+    def label(self) -> str: ...
 
     def run(
         self, adapter: str, *, forbidden: tuple[str, ...] = (), **kwargs: Any

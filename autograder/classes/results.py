@@ -33,6 +33,7 @@ from attnkit.files import as_new_file
 from attnkit.outcome import PASSED
 from attnkit.terminal import one_line
 
+from ..grading.records import ResultRecord
 from ..grading.submission import Submission, sha256_file
 from ..lessons.rubric import graded_cells
 from .discovery import OUT_MARKER
@@ -122,12 +123,12 @@ def result_path(out: Path, submission: Submission) -> Path:
     return path
 
 
-def deliver(record: dict[str, Any], target: Path, stamp: str = "") -> tuple[str, str]:
+def deliver(record: ResultRecord, target: Path, stamp: str = "") -> tuple[str, str]:
     """Write a result file, stamped with what it was graded with; ("done", status), or
     ("lost", why) when it cannot be written."""
-    record = {**record, "graded_with": stamp}
+    stamped: ResultRecord = {**record, "graded_with": stamp}
     try:
-        write_atomic(target, json.dumps(record, indent=1, sort_keys=True) + "\n")
+        write_atomic(target, json.dumps(stamped, indent=1, sort_keys=True) + "\n")
     except OSError as exc:
         return "lost", disk_advice(target, exc)
     return "done", record["status"]

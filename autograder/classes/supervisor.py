@@ -23,6 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,7 +31,7 @@ from attnkit.assignments import ASSIGNMENTS
 from attnkit.outcome import TIMEOUT
 
 from ..grading.pipeline import GradeSettings, grade_safely
-from ..grading.records import error_record, identified
+from ..grading.records import ResultRecord, error_record, identified
 from ..grading.submission import Submission
 from .grader_server import grader_context
 from .results import already_graded, deliver, result_path
@@ -217,7 +218,8 @@ class Supervisor:
             time.sleep(timeout)
             return []
         got = []
-        for channel in multiprocessing.connection.wait(open_channels, timeout):
+        ready = multiprocessing.connection.wait(open_channels, timeout)
+        for channel in (c for c in ready if isinstance(c, Connection)):
             try:
                 message = channel.recv()
                 kind, number, index, detail = message
@@ -248,7 +250,7 @@ class Supervisor:
         elif self.progress:
             self.progress(1)
 
-    def record(self, index: int, record: dict[str, Any]) -> None:
+    def record(self, index: int, record: ResultRecord) -> None:
         """Write a result the supervisor decided (a timeout, a grader that kept dying)."""
         submission = self.todo[index]
         outcome, detail = deliver(

@@ -12,6 +12,7 @@ from attnkit.notebook_code import Cell, CellOutcome, first_line
 from attnkit.outcome import ERROR, FAILED, FORBIDDEN, PASSED
 
 from .catalogue import diagnose
+from .records import CellEntry
 from .scan import readable, scan_source, tampering
 
 PARSE_ERRORS = ("SyntaxError", "IndentationError", "TabError")
@@ -70,7 +71,7 @@ def static_notes(
     return notes
 
 
-def explain_failures(slug: str, tests: list[dict[str, Any]], calls: dict[str, list]) -> None:
+def explain_failures(slug: str, tests: list[CellEntry], calls: dict[str, list]) -> None:
     """Name the classic mistake behind each failing exercise, in dependency order.
 
     An exercise whose helpers (``Exercise.uses``) fail is told to fix them first and gets
@@ -120,7 +121,7 @@ def defines(source: str, name: str) -> bool:
 
 
 def lead_with_cell_errors(
-    tests: list[dict[str, Any]], cells: list[Cell], failures: dict[int, Any]
+    tests: list[CellEntry], cells: list[Cell], failures: dict[int, Any]
 ) -> None:
     """Say the real cause first: a failing exercise whose own cell raised (a SyntaxError, a
     NameError at definition time) leads with that cell's error, and gets no hint or mistake

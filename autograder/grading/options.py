@@ -189,11 +189,11 @@ def problem(values: dict[str, Any]) -> str | None:
     every student for the operator's typo, or the grader itself."""
     for spec in fields():
         value = values.get(spec.name)
-        kinds = TYPES[spec.type]
+        kinds = TYPES[str(spec.type)]
         if type(value) not in kinds:
             return f"{spec.name} is not {' or '.join(k.__name__ for k in kinds)}"
         bounds = spec.metadata["bounds"]
-        if bounds is not None:
+        if bounds is not None and isinstance(value, int | float):
             low, high = bounds
             if not (math.isfinite(value) and low <= value <= high):
                 return f"{spec.name} is {value!r}, not between {low:g} and {high:g}"

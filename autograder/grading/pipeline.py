@@ -32,7 +32,7 @@ from .harness import reference_implementation, run_suite
 from .kernels import reached, suspect_notes
 from .options import GradeOptions
 from .per_student import inputs_of
-from .records import error_record, identified
+from .records import CellEntry, ResultRecord, error_record, identified
 from .scoring import better_of, score_cells
 from .shared_cells import zygote_cells
 from .submission import Refused, Submission, read_submission_file, sha256_file, text_id
@@ -99,7 +99,7 @@ class Grading:
     started: float = field(default_factory=time.monotonic)
     cells: list[Cell] = field(default_factory=list)
     verdicts: list[Outcome] = field(default_factory=list)
-    tests: list[dict[str, Any]] = field(default_factory=list)
+    tests: list[CellEntry] = field(default_factory=list)
     calls: dict[str, list] = field(default_factory=dict)
     """Every call the hidden tests made to each exercise, with its answer (for diagnosis)."""
     cell_failures: dict[int, Any] = field(default_factory=dict)
@@ -114,7 +114,7 @@ class Grading:
 
     @property
     def slug(self) -> str:
-        return self.submission.assignment
+        return self.submission.assignment or ""
 
     def lap(self, phase: str) -> None:
         """Charge the time since the last lap to ``phase``."""
@@ -267,7 +267,7 @@ def diagnose(grading: Grading) -> None:
     grading.lap("diagnosis")
 
 
-def graded_record(grading: Grading) -> dict[str, Any]:
+def graded_record(grading: Grading) -> ResultRecord:
     """The result of a graded submission (one row of grades.json, plus the run's details)."""
     submission, tests = grading.submission, grading.tests
     kernels = reached(grading.calls)
@@ -295,7 +295,7 @@ def graded_record(grading: Grading) -> dict[str, Any]:
     }
 
 
-def grade_submission(submission: Submission, settings: GradeSettings) -> dict[str, Any]:
+def grade_submission(submission: Submission, settings: GradeSettings) -> ResultRecord:
     """Grade one submission; never raises for anything the submission does.
 
     The submission's cells run in order in the sandbox (Jupyter's Run All), then the hidden
@@ -317,7 +317,7 @@ def grade_submission(submission: Submission, settings: GradeSettings) -> dict[st
 # -- retries ----------------------------------------------------------------------------------
 
 
-def worker_killed(record: dict[str, Any]) -> list[str]:
+def worker_killed(record: ResultRecord) -> list[str]:
     """Sandboxed workers of this grading that were killed from outside the sandbox (the OOM
     killer, an administrator), as the zygote reported when it reaped them: not by the
     grader's reset, not by the worker's own CPU limit, and a worker cannot SIGKILL itself.
@@ -327,7 +327,7 @@ def worker_killed(record: dict[str, Any]) -> list[str]:
     return list(killed) if isinstance(killed, list) else []
 
 
-def grade_safely(submission: Submission, settings: GradeSettings) -> dict[str, Any]:
+def grade_safely(submission: Submission, settings: GradeSettings) -> ResultRecord:
     """grade_submission, retried once if the grader itself fails or a worker is killed from
     outside. A second failure of the grader is recorded as the grader's error
     (``fault: "grader"``), never as the student's; a second kill keeps its verdicts."""

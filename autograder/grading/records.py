@@ -3,13 +3,72 @@ not be graded, and the notes a record may carry."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.outcome import ERROR
 
 from ..lessons.rubric import GradedCell, graded_cells
 from .submission import Submission, sha256_file, text_id
+
+
+class CellEntry(TypedDict):
+    """One graded cell of a result (an entry of the record's ``tests``)."""
+
+    grade_id: str
+    exercise: str
+    points: float
+    max_points: float
+    status: str
+    """passed, failed, forbidden, error or timeout (:mod:`attnkit.outcome`)."""
+    message: str
+    hint: str | None
+    checks_passed: int
+    checks_total: int
+    diagnosis: dict[str, Any] | None
+    """The classic mistake the evidence singles out, if one does."""
+
+
+class LateVerdict(TypedDict):
+    """What the late policy decided for a result (the record's ``late``)."""
+
+    status: str
+    source: str
+    submitted: str
+    days_late: int
+    penalty_percent: float
+    reason: str
+
+
+class ResultRecord(TypedDict):
+    """One submission's result: a row of grades.json, with the run's details in the result
+    file. Every writer of a record builds this shape, and every reader gets it."""
+
+    student: str
+    assignment: str | None
+    source: str
+    """The submitted file, as a printable id."""
+    source_sha256: str
+    status: str
+    """graded, or error (the submission could not be graded: ``error`` says why)."""
+    error: str | None
+    score: float
+    max_score: float
+    tests: list[CellEntry]
+    notes: list[str]
+    fault: NotRequired[str]
+    """grader: the kit failed, not the submission (a rerun grades it again)."""
+    id_rule: NotRequired[str]
+    """Which naming convention gave the student id (discovery)."""
+    sandbox: NotRequired[str]
+    heatmap: NotRequired[dict[str, Any] | None]
+    run: NotRequired[dict[str, Any]]
+    """How the grading ran: seconds, phases, workers, kernels (never in grades.json)."""
+    graded_with: NotRequired[str]
+    """The stamp of what it was graded with (:mod:`attnkit_autograder.classes.results`)."""
+    raw_score: NotRequired[float]
+    """The score before the late policy (present when a policy was applied)."""
+    late: NotRequired[LateVerdict]
 
 
 def cell_entry(
@@ -20,7 +79,7 @@ def cell_entry(
     hint: str | None = None,
     checks_passed: int = 0,
     checks_total: int = 0,
-) -> dict[str, Any]:
+) -> CellEntry:
     """One graded cell's entry in a result (the ``tests`` list of grades.json)."""
     return {
         "grade_id": cell.grade_id,
@@ -38,13 +97,13 @@ def cell_entry(
 
 def error_record(
     submission: Submission, reason: str, status: str = ERROR, fault: str = "submission"
-) -> dict[str, Any]:
+) -> ResultRecord:
     """A submission that could not be graded: every graded cell 0 with ``status`` (``error``,
     or ``timeout`` when the budget ran out). ``fault: "grader"`` marks a failure of the
     grader itself, which a rerun grades again."""
     slug = submission.assignment
     cells = graded_cells(slug) if slug in ASSIGNMENTS else ()
-    record = {
+    record: ResultRecord = {
         "student": submission.student,
         "assignment": slug,
         "source": text_id(str(submission.path)),
@@ -89,9 +148,9 @@ def capped_notes(notes: list[str]) -> list[str]:
     return kept
 
 
-def identified(record: dict[str, Any], submission: Submission) -> dict[str, Any]:
+def identified(record: ResultRecord, submission: Submission) -> ResultRecord:
     """The record, with how the student was identified and what discovery noticed; its
     notes capped (see :func:`capped_notes`)."""
     record["id_rule"] = submission.id_rule
-    record["notes"] = capped_notes([*submission.notes, *record.get("notes", [])])
+    record["notes"] = capped_notes([*submission.notes, *record["notes"]])
     return record

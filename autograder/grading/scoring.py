@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from attnkit.outcome import ERROR, FAILED, FORBIDDEN, PASSED, TIMEOUT, Outcome
 
 from ..lessons.rubric import graded_cells
-from .records import cell_entry
+from .records import CellEntry, cell_entry
 
 STATUS_ORDER = {PASSED: 0, FAILED: 1, ERROR: 2, TIMEOUT: 3, FORBIDDEN: 4}
 """Which status a cell shows when several of its tests fail: the most serious."""
 
 
-def score_cells(slug: str, verdicts: list[Outcome]) -> list[dict[str, Any]]:
+def score_cells(slug: str, verdicts: list[Outcome]) -> list[CellEntry]:
     """One entry per graded cell: full points only when every hidden test of it passed.
 
     A forbidden call counts only as the runtime recorder saw it: a ``forbidden`` verdict.
