@@ -328,3 +328,18 @@ def test_no_product_code_is_kept_from_the_formatter_to_save_lines() -> None:
             ):
                 found.append(f"{name}:{node.lineno}")
     assert found == []
+
+
+def test_every_package_of_the_product_is_installed() -> None:
+    """pyproject.toml lists the packages by hand (each top-level folder has an import name
+    of its own): a folder with an ``__init__.py`` missing from the list would be absent from
+    a non-editable install, the Gradescope image and the student bundle."""
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = set()
+    for name, folder in PACKAGES.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            parts = init.parent.relative_to(ROOT / folder).parts
+            found.add(".".join([name, *parts]))
+    assert found == listed
