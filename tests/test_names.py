@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnkit.terminal import PrintableStream, printable
-from attnkit_autograder.classes.discovery import identify_file
+from attnkit_autograder.classes.hand_in import identify_file
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = settings(max_examples=200, deadline=None)
@@ -30,14 +30,14 @@ def test_blackboard_identity_comes_from_the_platforms_prefix(title, user, when, 
     """Whatever the student called the file, even ``x_jdoe_attempt_2099-...``, the
     platform's ``<title>_<user>_attempt_<time>_`` prefix decides who and which attempt."""
     name = f"{title}_{user}_attempt_{when}_{chosen}.ipynb"
-    student, rule, _, attempt, _ = identify_file(name, None)
-    assert (student, rule, attempt) == (user, "blackboard", when)
+    who = identify_file(name, None)
+    assert (who.student, who.rule, who.attempt) == (user, "blackboard", when)
 
 
 def test_a_forged_later_attempt_in_the_file_name_names_no_one_else() -> None:
     name = "Attention_mallory_attempt_2024-03-02-09-30-00_x_jdoe_attempt_2099-12-31-23-59-59.ipynb"
-    student, _, _, attempt, _ = identify_file(name, None)
-    assert (student, attempt) == ("mallory", "2024-03-02-09-30-00")
+    who = identify_file(name, None)
+    assert (who.student, who.attempt) == ("mallory", "2024-03-02-09-30-00")
 
 
 @FAST
@@ -45,9 +45,9 @@ def test_a_forged_later_attempt_in_the_file_name_names_no_one_else() -> None:
        st.integers(1, 10**6), st.booleans(), file_text)  # fmt: skip
 def test_canvas_identity_comes_from_the_platforms_prefix(name, user, sub, late, chosen) -> None:
     filename = f"{name}{'_LATE' if late else ''}_{user}_{sub}_{chosen}.ipynb"
-    student, rule, number, _, notes = identify_file(filename, None)
-    assert (student, rule, number) == (name, "canvas", str(user))
-    assert bool(notes) == late
+    who = identify_file(filename, None)
+    assert (who.student, who.rule, who.lms_number) == (name, "canvas", str(user))
+    assert bool(who.notes) == late
 
 
 @FAST

@@ -447,11 +447,11 @@ def test_run_autograder_grades_as_the_gradescope_user(tmp_path, monkeypatch) -> 
 
     graded = []
 
-    def grade_safely(submission: Any, settings: Any) -> dict:
+    def graded_under_watch(submission: Any, settings: Any) -> dict:
         graded.append((submission.student, settings.course_secret))
         return {"status": "graded", "score": 1.0, "tests": []}
 
-    monkeypatch.setattr(pipeline, "grade_safely", grade_safely)
+    monkeypatch.setattr(gradescope, "graded_under_watch", graded_under_watch)
     monkeypatch.setattr(gradescope, "sandbox_for_gradescope", pipeline.GradeSettings)
     (tmp_path / "source").mkdir()
     secret = secret_file(tmp_path / "source", VALUE)

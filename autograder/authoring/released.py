@@ -34,11 +34,13 @@ c.CourseDirectory.db_url = "sqlite:///{root}/gradebook.db"
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
 
-# zip_collect: files downloaded from an LMS into downloaded/<assignment>/archive/ land in
-# submitted/<student>/<assignment>/<assignment>.ipynb. Who a file belongs to is read the way
-# `attnkit grade` reads it (Canvas, Moodle and Blackboard names, or <student>_<assignment>):
-# ids keep their underscores, dots, hyphens, digits and accents; a name that says no one is
-# reported and skipped, never guessed.
+# zip_collect: an LMS download put in downloaded/<assignment>/archive/ lands in
+# submitted/<student>/<assignment>/<assignment>.ipynb. Who a file belongs to, and which of a
+# student's files is the submission, are read the way `attnkit grade` reads them, from the
+# names the LMS wrote (Canvas, Moodle and Blackboard, or <student>_<assignment>), never from
+# the names, headers or times inside a student's upload; an upload that cannot be unpacked
+# safely, or a name that says no one, is reported and skipped for that student alone.
+c.ZipCollectApp.extractor_plugin = "attnkit_autograder.platforms.course.LayerExtractor"
 c.ZipCollectApp.collector_plugin = "attnkit_autograder.platforms.course.AssignmentCollector"
 """
 

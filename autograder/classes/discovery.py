@@ -19,22 +19,25 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from attnkit.assignments import ASSIGNMENTS, assignment_in_metadata
+from attnkit.assignments import assignment_in_metadata
 
 from ..grading.submission import (
     Refused,
     Submission,
+    ascii_lower,
+    is_notebook,
     parse_notebook,
     read_submission_file,
     refusal,
+    submission_stem,
     text_id,
 )
+from .hand_in import COPY_MARKERS, Assignment, Identity, identify_file, identify_folder
 
 SUFFIXES = (".ipynb", ".py")
 ALWAYS_SKIPPED = {"__pycache__", ".ipynb_checkpoints", ".git"}
@@ -97,22 +100,6 @@ def holds_submissions(folder: Path) -> bool:
 MAX_FOLDER_DEPTH = 4
 """Folders below a student's folder that are searched (``student/a/b/c/d/nb.ipynb``)."""
 
-CANVAS = re.compile(
-    r"^(?P<name>[^_]+?)(?P<late>_late)?_(?P<user>\d+)_(?P<sub>\d+)_(?P<file>.+)$",
-    re.IGNORECASE | re.DOTALL,  # the student's own file name may hold any character
-)
-MOODLE = re.compile(r"^(?P<name>.+?)_(?P<number>\d+)_assignsubmission_[a-z]+_?$")
-BLACKBOARD = re.compile(
-    r"^(?P<title>.+?)_(?P<user>[^_]+)_attempt_(?P<when>\d{4}(?:-\d{2}){5})(?:_(?P<file>.*))?$",
-    re.DOTALL,
-)
-"""Blackboard writes ``<title>_<user>_attempt_<time>`` and then the student's own file name.
-The title is matched lazily, so the platform's prefix, the first ``_<user>_attempt_<time>``,
-names the student: a file the student called ``x_jdoe_attempt_2099-...`` names no one."""
-CANVAS_LATE_NOTE = "Canvas marked this submission LATE"
-"""The note on a file whose Canvas prefix holds ``_LATE_``: the late policy reads it."""
-COPY_MARKERS = re.compile(r"copy of|\bcopy\b|[-_ ]copy$|\(\d+\)|colab", re.I)
-
 
 @dataclass(frozen=True)
 class Candidate:
@@ -127,44 +114,6 @@ class Candidate:
 
 
 # -- who and which assignment --------------------------------------------------------------------
-
-
-def slug_in(names: tuple[str, ...]) -> str | None:
-    for name in reversed(names):
-        for slug in ASSIGNMENTS:
-            if slug in name:
-                return slug
-    return None
-
-
-def identify_file(name: str, slug: str | None) -> tuple[str, str, str, str, tuple[str, ...]]:
-    """(student, id rule, LMS number, attempt, notes) for a file directly in the root folder.
-
-    Canvas names files ``name_12345_67890_original.ipynb`` (``name_LATE_...`` when late);
-    Blackboard ``Title_username_attempt_2024-03-01-10-00-00_original.ipynb``. Any other name
-    is ``<student>_<assignment>.ipynb`` or ``<student>.ipynb``: the id is what remains once
-    the assignment is taken out.
-    """
-    stem = text_id(submission_stem(Path(name)))
-    canvas = CANVAS.match(stem)
-    if canvas:
-        notes = (CANVAS_LATE_NOTE,) if canvas["late"] else ()
-        return canvas["name"], "canvas", canvas["user"], "", notes
-    blackboard = BLACKBOARD.match(stem)
-    if blackboard:
-        return blackboard["user"], "blackboard", "", blackboard["when"], ()
-    student = stem.replace(slug, "") if slug else stem
-    student = re.sub(r"^[\s_.-]+|[\s_.-]+$", "", student)
-    return student or stem, "file name", "", "", ()
-
-
-def identify_folder(name: str) -> tuple[str, str, str]:
-    """(student, id rule, LMS number) for a folder directly in the root folder."""
-    name = text_id(name)
-    moodle = MOODLE.match(name)
-    if moodle:
-        return moodle["name"], "moodle", moodle["number"]
-    return name, "student folder", ""
 
 
 def renamed_copy(candidate: Candidate) -> Candidate:
@@ -203,32 +152,6 @@ def entries(folder: Path) -> Iterator[tuple[Path, os.stat_result | None, str | N
             yield path, None, f"{path} cannot be examined ({exc.strerror or exc})"
 
 
-ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
-def ascii_lower(name: str) -> str:
-    """``name`` with only its ASCII letters lowered: extensions are ASCII, and every other
-    character keeps its place (``"İ".lower()`` is two characters, which would shift the
-    index of whatever follows it)."""
-    return name.translate(ASCII_LOWER)
-
-
-def is_notebook(path: Path) -> bool:
-    """A notebook by its name, whatever its case or an extension added after it."""
-    return ".ipynb" in ascii_lower(path.name)
-
-
-def submission_stem(path: Path) -> str:
-    """The name without its submission extension: ``ann_02.IPYNB`` and ``ann_02.ipynb.json``
-    are both ``ann_02``."""
-    lowered = ascii_lower(path.name)
-    for suffix in (".ipynb", ".py"):
-        at = lowered.rfind(suffix)
-        if at > 0 and (suffix == ".ipynb" or lowered.endswith(suffix)):
-            return path.name[:at]
-    return path.stem
-
-
 def looks_like_submission(path: Path) -> bool:
     """A name that is (or may be, for a link or an odd entry) one of the kinds we grade,
     whatever its case or an extension added after it (``x.IPYNB``, ``x.ipynb.json``): a
@@ -238,17 +161,19 @@ def looks_like_submission(path: Path) -> bool:
 
 
 def examine(
-    path: Path, folder_parts: tuple[str, ...], forced: str | None
+    path: Path, folder_parts: tuple[str, ...], assignment: Assignment
 ) -> tuple[str | None, str | None, str]:
     """(assignment, problem, sha256) of one file; never raises."""
+    slug = assignment.of(path, folder_parts)
     try:
         data = read_submission_file(path)
     except Refused as exc:
-        return forced or slug_in((*folder_parts, path.name)), str(exc), ""
+        return slug, str(exc), ""
     except Exception as exc:  # anything at all about one file is that file's problem
-        return forced or slug_in((*folder_parts, path.name)), f"{path}: {exc!r}"[:500], ""
+        return slug, f"{path}: {exc!r}"[:500], ""
     digest = hashlib.sha256(data).hexdigest()
-    slug = forced or slug_in((*folder_parts, path.name))
+    if (problem := assignment.disagreement(path)) is not None:
+        return slug, problem, digest
     if not is_notebook(path):
         return slug, None, digest
     try:
@@ -261,11 +186,17 @@ def examine(
     if named is not None and named != slug:
         # A lesson-1 notebook handed in as lesson 2 would fail every test of lesson 2 with
         # messages about keywords; say what happened instead of giving a silent 0.
-        return slug, wrong_lesson(path, named, slug), digest
+        return slug, wrong_lesson(path, named, slug, assignment.by_folder), digest
     return slug, None, digest  # other damage is reported, in detail, when it is graded
 
 
-def wrong_lesson(path: Path, named: str, slug: str) -> str:
+def wrong_lesson(path: Path, named: str, slug: str, by_folder: bool = False) -> str:
+    if by_folder:
+        return (
+            f"{path.name} was collected into nbgrader's folder of {slug}, but the notebook "
+            f"itself is {named} (its metadata says so): it is not graded as either. Hand in "
+            f"the {slug} notebook (nbgrader's folder decides the assignment)"
+        )
     return (
         f"{path.name} was handed in as {slug}, but the notebook itself is {named} (its "
         f"metadata says so): hand in the {slug} notebook, or grade this file as {named} "
@@ -276,94 +207,89 @@ def wrong_lesson(path: Path, named: str, slug: str) -> str:
 def file_candidate(
     path: Path,
     info: os.stat_result | None,
-    student: str,
-    rule: str,
+    who: Identity | None,
     folder_parts: tuple[str, ...],
-    forced: str | None,
-    at_root: bool,
+    assignment: Assignment,
 ) -> Candidate:
-    """A candidate for one file entry, refused from its lstat where that suffices."""
+    """A candidate for one file entry, refused from its lstat where that suffices. ``who``
+    is its folder's identity (None: a file directly in the root, named by its own name)."""
     reason = None if info is None else refusal(path, info.st_mode, info.st_size)
     if reason:
-        slug, digest = forced or slug_in((*folder_parts, path.name)), ""
+        slug, digest = assignment.of(path, folder_parts), ""
     else:
-        slug, reason, digest = examine(path, folder_parts, forced)
-    lms_number, attempt, notes = "", "", ()
-    if at_root:
-        student, rule, lms_number, attempt, notes = identify_file(path.name, slug)
+        slug, reason, digest = examine(path, folder_parts, assignment)
+    who = who or identify_file(path.name, slug)
     if slug is None and reason is None:
         reason = (
             "cannot tell which assignment this is: name the file after it "
             "(e.g. 02_self_attention.ipynb) or pass --assignment"
         )
-    submission = Submission(student, slug, path, reason, digest, rule, notes)
-    return Candidate(submission, lms_number, attempt, folder_parts)
+    submission = Submission(who.student, slug, path, reason, digest, who.rule, who.notes)
+    return Candidate(submission, who.lms_number, who.attempt, folder_parts)
 
 
-def walk_student(
-    folder: Path, student: str, rule: str, number: str, forced: str | None
-) -> Iterator[Candidate]:
+def walk_student(folder: Path, who: Identity, assignment: Assignment) -> Iterator[Candidate]:
     """Every submission file under one student's folder, or one candidate saying there is none."""
     found = False
-    for candidate in walk_folder(folder, student, rule, number, forced):
+    for candidate in walk_folder(folder, who, assignment):
         found = True
         yield candidate
     if not found:
         reason = f"{folder} holds no notebook (.ipynb) or .py file"
-        yield Candidate(Submission(student, forced, folder, reason, "", rule), number)
+        yield refused(folder, who, assignment.forced, reason)
 
 
-def walk_folder(
-    folder: Path, student: str, rule: str, number: str, forced: str | None
-) -> Iterator[Candidate]:
-    """The candidates under one student's folder, breadth-first and bounded in depth."""
-    pending: list[tuple[Path, tuple[str, ...]]] = [(folder, ())]
+def refused(path: Path, who: Identity, slug: str | None, reason: str | None) -> Candidate:
+    return Candidate(Submission(who.student, slug, path, reason, "", who.rule), who.lms_number)
+
+
+def walk_folder(folder: Path, who: Identity, assignment: Assignment) -> Iterator[Candidate]:
+    """The candidates under one student's folder, breadth-first and bounded in depth. In
+    nbgrader's layout the folder below the student's says the assignment."""
+    pending: list[tuple[Path, tuple[str, ...], Assignment]] = [(folder, (), assignment)]
     while pending:
-        current, parts = pending.pop(0)
+        current, parts, within = pending.pop(0)
         for path, info, problem in entries(current):
             if problem or info is None:
-                bad = Submission(student, forced, path, problem, "", rule)
-                yield Candidate(bad, number, "", parts)
+                yield replace(refused(path, who, within.forced, problem), folder_parts=parts)
                 continue
             if stat.S_ISDIR(info.st_mode):
                 if skipped_folder(path):
                     continue
                 if (problem := output_refusal(path)) is not None:
-                    yield Candidate(
-                        Submission(student, forced, path, problem, "", rule), number, "", parts
-                    )
+                    yield replace(refused(path, who, within.forced, problem), folder_parts=parts)
                     continue
-                if forced and slug_in((path.name,)) not in (None, forced):
-                    continue  # another assignment's folder (nbgrader layout)
+                inner = within.below(path.name, depth=len(parts))
+                if inner is None:
+                    continue  # another assignment's folder (nbgrader layout, --assignment)
                 if len(parts) >= MAX_FOLDER_DEPTH:
                     reason = (
                         f"{path} is nested more than {MAX_FOLDER_DEPTH} folders deep inside "
                         f"{folder.name}/: move the notebook nearer the top"
                     )
-                    yield Candidate(Submission(student, forced, path, reason, "", rule), number)
+                    yield refused(path, who, within.forced, reason)
                     continue
-                pending.append((path, (*parts, path.name)))
+                pending.append((path, (*parts, path.name), inner))
             elif looks_like_submission(path) or (stat.S_ISLNK(info.st_mode) and not path.suffix):
-                candidate = file_candidate(path, info, student, rule, parts, forced, False)
-                yield replace(candidate, lms_number=number)
+                yield file_candidate(path, info, who, parts, within)
 
 
-def walk(root: Path, forced: str | None) -> Iterator[Candidate]:
+def walk(root: Path, assignment: Assignment) -> Iterator[Candidate]:
     """Every candidate under ``root`` (a folder), each entry examined once."""
     for path, info, problem in entries(root):
         if problem or info is None:
-            student = text_id(submission_stem(path))
-            yield Candidate(Submission(student, forced, path, problem, "", "file name"))
+            who = Identity(text_id(submission_stem(path)), "file name")
+            yield refused(path, who, assignment.forced, problem)
         elif stat.S_ISDIR(info.st_mode):
             if skipped_folder(path):
                 continue
-            student, rule, number = identify_folder(path.name)
+            who = identify_folder(path.name)
             if (problem := output_refusal(path)) is not None:
-                yield Candidate(Submission(student, forced, path, problem, "", rule))
+                yield refused(path, who, assignment.forced, problem)
                 continue
-            yield from walk_student(path, student, rule, number, forced)
+            yield from walk_student(path, who, assignment)
         elif looks_like_submission(path) or (stat.S_ISLNK(info.st_mode) and not path.suffix):
-            yield file_candidate(path, info, text_id(submission_stem(path)), "", (), forced, True)
+            yield file_candidate(path, info, None, (), assignment)
 
 
 # -- one submission per student and assignment ---------------------------------------------------
@@ -400,7 +326,14 @@ def separate_namesakes(candidates: list[Candidate]) -> list[Candidate]:
 
 
 def pick(group: list[Candidate]) -> Submission:
-    """One submission from a student's candidate files for one assignment."""
+    """One submission from a student's candidate files for one assignment: the one rule of
+    which file is graded, on every path (discovery, nbgrader's collector, Gradescope).
+
+    Files that cannot be graded are set aside (and named). Of the rest: the latest of
+    Blackboard's attempts; else the only one; else the only one named after the
+    assignment; else the only notebook (a ``.py`` export beside it is set aside); else the
+    latest of the LMS's uploads (Canvas's numbers). Anything else is refused, naming the
+    files: never a guess."""
     if len(group) == 1:
         return group[0].submission
     usable = [c for c in group if c.submission.problem is None]
@@ -410,7 +343,8 @@ def pick(group: list[Candidate]) -> Submission:
         if c.submission.problem
     )
     attempts = sorted((c for c in usable if c.attempt), key=lambda c: c.attempt)
-    if attempts and len(attempts) == len(usable):
+    timed = all(c.submission.id_rule == "blackboard" for c in attempts)
+    if attempts and len(attempts) == len(usable) and timed:
         latest = attempts[-1].submission
         note = f"graded the latest of {len(attempts)} attempts ({attempts[-1].attempt})"
         return replace(latest, notes=(*latest.notes, note, *set_aside))
@@ -421,6 +355,10 @@ def pick(group: list[Candidate]) -> Submission:
         if len(choice) == 1:
             chosen = choice[0].submission
             return replace(chosen, notes=(*chosen.notes, *set_aside))
+    if attempts and len(attempts) == len(usable):
+        latest = attempts[-1].submission
+        note = f"graded the latest of {len(attempts)} uploads ({latest.path.name})"
+        return replace(latest, notes=(*latest.notes, note, *set_aside))
     first = group[0].submission
     if not usable:
         return replace(first, notes=set_aside[1:])
@@ -438,11 +376,12 @@ def discover(root: Path, forced_assignment: str | None = None) -> list[Submissio
     """Every submission under ``root``, sorted by student and assignment; never raises for
     what the files hold (an unreadable ``root`` itself is the only error)."""
     if root.is_file():
-        candidate = file_candidate(root, os.lstat(root), "", "", (), forced_assignment, True)
+        candidate = file_candidate(root, os.lstat(root), None, (), Assignment(forced_assignment))
         return [candidate.submission]
     if (root / "submitted").is_dir():
         root = root / "submitted"
-    candidates = separate_namesakes(list(walk(root, forced_assignment)))
+    assignment = Assignment(forced_assignment, nbgrader=root.name == "submitted")
+    candidates = separate_namesakes(list(walk(root, assignment)))
     if len(candidates) > 1:  # with one file (Gradescope's upload) the id does not matter
         candidates = [renamed_copy(c) for c in candidates]
     groups: dict[tuple[str, str], list[Candidate]] = {}
@@ -450,3 +389,10 @@ def discover(root: Path, forced_assignment: str | None = None) -> list[Submissio
         groups.setdefault(group_key(candidate), []).append(candidate)
     found = [pick(group) for group in groups.values()]
     return sorted(found, key=lambda s: (s.student, s.assignment or "", str(s.path)))
+
+
+def one_students_folder(folder: Path, student: str, slug: str, rule: str) -> Submission:
+    """The submission in one student's folder (Gradescope's ``submission/``), chosen by the
+    same rule as any class (:func:`pick`), the student named by the platform (``rule``)."""
+    candidates = list(walk_student(folder, Identity(student, rule), Assignment(slug)))
+    return pick(candidates)

@@ -22,7 +22,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -285,12 +285,26 @@ def result_paths(out: Path, submissions: list[Submission] | None = None) -> list
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+def formula_like(text: str) -> bool:
+    """Whether a spreadsheet could read ``text`` as a formula (OWASP's CSV injection)."""
+    return text.startswith(FORMULA_START)
+
+
 def csv_cell(value: Any) -> Any:
     """A value a spreadsheet shows as text: OWASP's rule against CSV injection prefixes a
     cell that starts like a formula with a quote (the writer also quotes every text cell)."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
+    if isinstance(value, str) and formula_like(value):
         return "'" + value
     return value
+
+
+def csv_text(rows: Iterable[Iterable[Any]], quoting: int = csv.QUOTE_NONNUMERIC) -> str:
+    """Rows as CSV, every cell made safe to open (:func:`csv_cell`): the one writer of every
+    CSV the kit writes."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=quoting)
+    writer.writerows([csv_cell(value) for value in row] for row in rows)
+    return buffer.getvalue()
 
 
 LATE_COLUMNS = ["raw_score", "late", "late_reason"]
@@ -317,22 +331,20 @@ def write_gradebook(
         },
         "submissions": records,
     }
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, quoting=csv.QUOTE_NONNUMERIC)
     late = adjust is not None
     head = ["student", "assignment", "status", "score", "max_score", "error"]
-    writer.writerow(head + LATE_COLUMNS if late else head)
+    rows = [head + LATE_COLUMNS if late else head]
     for r in records:
         row = [r["student"], r["assignment"] or "", r["status"], r["score"], r["max_score"]]
         row.append(r["error"] or "")
         if late:
             why = r.get("late") or {}
             row += [r.get("raw_score", r["score"]), why.get("status", ""), why.get("reason", "")]
-        writer.writerow([csv_cell(v) for v in row])
+        rows.append(row)
     write_atomic_files(
         {
             out / "grades.json": json.dumps(document, indent=1, sort_keys=True) + "\n",
-            out / "grades.csv": buffer.getvalue(),
+            out / "grades.csv": csv_text(rows),
         }
     )
     return records

@@ -170,3 +170,29 @@ def sha256_file(path: Path) -> str:
         return hashlib.sha256(read_submission_file(path)).hexdigest()
     except Refused:
         return ""
+
+
+ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def ascii_lower(name: str) -> str:
+    """``name`` with only its ASCII letters lowered: extensions are ASCII, and every other
+    character keeps its place (``"İ".lower()`` is two characters, which would shift the
+    index of whatever follows it)."""
+    return name.translate(ASCII_LOWER)
+
+
+def is_notebook(path: Path) -> bool:
+    """A notebook by its name, whatever its case or an extension added after it."""
+    return ".ipynb" in ascii_lower(path.name)
+
+
+def submission_stem(path: Path) -> str:
+    """The name without its submission extension: ``ann_02.IPYNB`` and ``ann_02.ipynb.json``
+    are both ``ann_02``."""
+    lowered = ascii_lower(path.name)
+    for suffix in (".ipynb", ".py"):
+        at = lowered.rfind(suffix)
+        if at > 0 and (suffix == ".ipynb" or lowered.endswith(suffix)):
+            return path.name[:at]
+    return path.stem

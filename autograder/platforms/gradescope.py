@@ -251,16 +251,6 @@ def apply_late_policy(policy: Any, record: dict[str, Any], metadata: Path) -> di
     return {**decided, "student": student}
 
 
-def pick_notebooks(submission_dir: Path, slug: str) -> list[Path]:
-    """The notebook to grade: the only .ipynb handed in, or the one named after the
-    assignment when there are several. An empty list or several mean none can be chosen."""
-    notebooks = sorted(p for p in submission_dir.rglob("*.ipynb") if p.is_file())
-    if len(notebooks) > 1:
-        named = [p for p in notebooks if p.name == f"{slug}.ipynb"]
-        return named if len(named) == 1 else notebooks
-    return notebooks
-
-
 def gradescope_student(root: Path) -> str:
     """The student of this submission, as Gradescope names them: the ``id`` of each user in
     ``submission_metadata.json`` (a group's ids, sorted, joined by commas)."""
@@ -286,17 +276,10 @@ def grade_for_gradescope(
     """Grade ``root/submission`` and return Gradescope's results document; with
     ``per_student``, on inputs of the student's own (see :mod:`.per_student`); with a late
     ``policy`` (a :class:`~attnkit_autograder.classes.late.LatePolicy`), applied to the score."""
+    from ..classes.discovery import one_students_folder
     from ..grading.per_student import CourseSecret, CourseSecretError, from_file
-    from ..grading.pipeline import grade_safely
-    from ..grading.submission import Submission
 
     started = time.monotonic()
-    notebooks = pick_notebooks(root / "submission", slug)
-    if len(notebooks) != 1:
-        names = ", ".join(p.name for p in notebooks) or "none"
-        results = to_results({"submissions": []}, visibility)
-        results["output"] += f" Found: {names}."
-        return results
     settings, student = sandbox_for_gradescope(graded_with or GradeOptions()), "submission"
     if per_student:
         try:
@@ -304,13 +287,35 @@ def grade_for_gradescope(
         except CourseSecretError as exc:
             raise GraderFault(exc.message) from None
         settings, student = replace(settings, course_secret=secret), gradescope_student(root)
-    record = grade_safely(Submission(student, slug, notebooks[0]), settings)
+    # Which file is graded: the rule every path uses (checkpoints, .py exports, several
+    # notebooks), and the grading under the same watchdog as any class's.
+    submission = one_students_folder(root / "submission", student, slug, "gradescope")
+    record = graded_under_watch(submission, settings)
     if policy is not None:
         record = apply_late_policy(policy, record, root / "submission_metadata.json")
     results = to_results({"submissions": [record]}, visibility)
     results["execution_time"] = round(time.monotonic() - started)
     print(f"sandbox: {record.get('sandbox', 'unknown')}")  # stdout is hidden from students
     return results
+
+
+def graded_under_watch(submission: Any, settings: Any) -> Any:
+    """One submission graded as every class is (:func:`attnkit_autograder.classes.supervisor.
+    grade_all`): in a grader process the supervisor stops when it overruns the budget plus
+    the grace, with a result that names the cause. GraderFault when there is no result."""
+    import tempfile
+
+    from ..classes.results import read_result, result_path
+    from ..classes.supervisor import grade_all
+
+    with tempfile.TemporaryDirectory(prefix="attnkit-gradescope-") as folder:
+        out = Path(folder)
+        outcome = grade_all([submission], out, settings, jobs=1)
+        path = result_path(out, submission)
+        record = read_result(path)
+        if record is None:
+            raise GraderFault(outcome.lost.get(path) or "the grader wrote no result")
+    return record
 
 
 GRADESCOPE_USER = "attnkit-student"

@@ -30,7 +30,7 @@ from typing import Any
 from attnkit.errors import KitError
 from attnkit.terminal import one_line
 
-from ..classes.results import csv_cell, read_gradebook, write_atomic_files
+from ..classes.results import csv_text, read_gradebook, write_atomic_files
 
 FORMATS = ("canvas", "moodle", "gradescope-csv")
 MAX_ROSTER_BYTES = 16 * 1024 * 1024
@@ -236,10 +236,10 @@ def table(
         default = "0" if missing == "zero" else ""
         blank = matched.blank.get(index, set())
         values = [scores.get(s, "" if s in blank else default) for s in slugs]
-        name = csv_cell(student.name)  # a display name a student may have chosen
+        name = student.name
         if kind == "canvas":
             fixed = [student.columns.get(c, "") for c in CANVAS_COLUMNS]
-            fixed[0] = csv_cell(fixed[0] or student.name)
+            fixed[0] = fixed[0] or student.name
             if not any(fixed[1:4]):
                 fixed[3] = student.ident[1] or student.email
             rows.append([*fixed, *values])
@@ -270,13 +270,9 @@ def export(
         if isinstance(why, dict) and why.get("status") in ("unreadable time", "no time recorded"):
             who = one_line(f"{record.get('student')} ({record.get('assignment')})")
             print(f"late policy not applied, raw score exported: {who}: {why['status']}")
-    buffer = io.StringIO()
-    # Every cell quoted, so no separator in a name splits it in any locale. Identifiers are
-    # written exactly as the roster has them: the platform matches on them.
-    writer = csv.writer(buffer, quoting=csv.QUOTE_ALL)
-    writer.writerows(table(kind, students, grades, matched, missing))
+    # Every cell quoted, so no separator in a name splits it in any locale, and safe to open.
     target = out / f"export-{kind}.csv"
-    files = {target: buffer.getvalue()}
+    files = {target: csv_text(table(kind, students, grades, matched, missing), csv.QUOTE_ALL)}
     if any("late" in r for r in grades["submissions"]):
         files[out / f"export-{kind}-late.csv"] = late_table(students, grades, matched)
     write_atomic_files(files)
@@ -315,29 +311,24 @@ def late_table(students: list[Student], grades: dict[str, Any], matched: Matched
     """The late policy's decisions beside the export: the platform's columns take only
     the final score (a column Canvas does not know becomes a new assignment there), so
     the raw score and the reason for each graded submission are written here."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, quoting=csv.QUOTE_ALL)
-    writer.writerow(LATE_HEADER)
+    rows: list[list[Any]] = [LATE_HEADER]
     for record in grades["submissions"]:
         why, row = record.get("late"), matched.rows.get(id(record))
         if not isinstance(why, dict) or row is None:
             continue
         student, title = students[row], grades["assignments"][record["assignment"]]["title"]
-        writer.writerow(
+        rows.append(
             [
-                csv_cell(v)
-                for v in (
-                    student.ident[1],
-                    student.email,
-                    record["student"],
-                    title,
-                    f"{float(record['raw_score']):g}",
-                    f"{float(record['score']):g}",
-                    why["status"],
-                    why["days_late"],
-                    f"{float(why['penalty_percent']):g}",
-                    why["reason"],
-                )
+                student.ident[1],
+                student.email,
+                record["student"],
+                title,
+                f"{float(record['raw_score']):g}",
+                f"{float(record['score']):g}",
+                why["status"],
+                why["days_late"],
+                f"{float(why['penalty_percent']):g}",
+                why["reason"],
             ]
         )
-    return buffer.getvalue()
+    return csv_text(rows, csv.QUOTE_ALL)

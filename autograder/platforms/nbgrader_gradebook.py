@@ -15,6 +15,8 @@ from typing import Any
 from attnkit.errors import KitError
 from attnkit.terminal import one_line
 
+from ..classes.results import formula_like
+
 
 def find_course(path: Path) -> Path | None:
     """The nbgrader course folder that ``path`` is, or holds ``submitted/`` for."""
@@ -41,6 +43,14 @@ def push_grades(course: Path, records: list[dict[str, Any]]) -> list[str]:
         for record in records:
             slug, student = record["assignment"], record["student"]
             if slug is None:
+                continue
+            if formula_like(student):
+                # nbgrader's export writes student ids into a CSV as they are: an id a file
+                # name made, that a spreadsheet would run, never reaches it.
+                notes.append(
+                    f"{student!r}: not written to the gradebook: the id would open as a "
+                    "spreadsheet formula in nbgrader's export; rename the file after the student"
+                )
                 continue
             if record.get("status") != "graded":
                 # An ungraded submission has no points to give: never a 0 in the gradebook,

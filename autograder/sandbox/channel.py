@@ -28,16 +28,27 @@ class Channel:
         self.requests, self.replies = requests, replies
         self.allowance = allowance  # bytes this submission may still send, shared by workers
         os.set_blocking(replies, False)
+        os.set_blocking(requests, False)
 
-    def send(self, message: Any) -> None:
+    def send(self, message: Any, deadline: float, doing: str) -> None:
+        """Write one request by ``deadline``: a worker that stops reading (its pipe full) is
+        out of time, never a wait without end."""
         payload = encode(message)
         data = memoryview(HEADER.pack(len(payload)) + payload)
-        try:
-            while data:
+        while data:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WorkerTimeout(f"no answer after the time limit while {doing}")
+            _, ready, _ = select.select([], [self.requests], [], remaining)
+            if not ready:
+                continue
+            try:
                 written = os.write(self.requests, data)
-                data = data[written:]
-        except OSError as exc:
-            raise WorkerCrashed("the submission's process stopped reading") from exc
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                raise WorkerCrashed("the submission's process stopped reading") from exc
+            data = data[written:]
 
     def _read(self, count: int, deadline: float, doing: str) -> bytes:
         chunks: list[bytes] = []

@@ -332,8 +332,8 @@ class IsolatedSubmission:
         assert self.workers.channel is not None
         nonce = secrets.token_hex(16)
         try:
-            self.workers.channel.send({**request, "nonce": nonce})
             deadline = time.monotonic() + min(timeout, max(self.clock.remaining(), 0.0))
+            self.workers.channel.send({**request, "nonce": nonce}, deadline, doing)
             reply = self.workers.channel.receive(deadline, doing)
         except WorkerCrashed:
             self.workers.crashed = True

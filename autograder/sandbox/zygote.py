@@ -125,6 +125,9 @@ class Zygote:
         self.settings = settings
         self.startup_seconds: float | None = None
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # Every send and receive on the control socket has a deadline: a zygote that stops
+        # reading is a dead sandbox (socket.timeout is an OSError), never a wait without end.
+        self.control.settimeout(CONTROL_TIMEOUT)
         self._scratch: str | None = None
         self._public: str | None = None
         self.offered: set[str] = set()
