@@ -22,12 +22,15 @@ naming the file and saying what to do.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
+import inspect
 import json
 import re
 import signal
 import sys
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,8 +82,9 @@ class CellOutcome:
         if self.status == "timeout":
             within = f" {limit:.0f} s" if limit else ""
             return (
-                f"{where}: stopped at its{within} time limit, and the cells after it still ran. "
-                "Make it finish sooner, or move long experiments out of the notebook."
+                f"{where}: a statement stopped at the cell's{within} time limit; the rest of "
+                "the cell and the cells after it still ran. Make it finish sooner, or move "
+                "long experiments out of the notebook."
             )
         return (
             f"{where}: raised {self.error_type}: {self.message}. The cells after it still ran; "
@@ -363,6 +367,10 @@ def run_cell(shell: Any, cell: Cell, timeout: float | None = None) -> CellOutcom
             sys.modules["__main__"] = host_main
     if error is None:
         return outcome
+    outcome.top_line = next(
+        (n for f, n in traceback.walk_tb(error.__traceback__) if cell_of(f.f_code.co_filename)),
+        None,
+    )
     if isinstance(error, CellTimeout):
         outcome.status = "timeout"
         return outcome
@@ -370,11 +378,28 @@ def run_cell(shell: Any, cell: Cell, timeout: float | None = None) -> CellOutcom
     outcome.error_type = type(error).__name__
     outcome.message = str(error)[:200]
     outcome.line = _error_line(error)
-    outcome.top_line = next(
-        (n for f, n in traceback.walk_tb(error.__traceback__) if cell_of(f.f_code.co_filename)),
-        None,
-    )
     return outcome
+
+
+def without_statements(shell: Any, source: str, lines: set[int]) -> str:
+    """The cell with the top-level statements that hold ``lines`` left out (each line kept,
+    empty, so every other statement keeps its line number); the cell as it is when it
+    cannot be read."""
+    import ast
+
+    try:
+        code = shell.transform_cell(source)
+        statements = ast.parse(code).body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return source
+    text = code.splitlines(keepends=True)
+    for statement in statements:
+        end = statement.end_lineno or statement.lineno
+        if any(statement.lineno <= line <= end for line in lines):
+            text[statement.lineno - 1] = "pass\n"  # a top-level statement: column 0
+            for index in range(statement.lineno, end):
+                text[index] = "\n"
+    return "".join(text)
 
 
 def rest_of_cell(shell: Any, source: str, line: int) -> str | None:
@@ -401,7 +426,9 @@ class NotebookRun:
     namespace: dict[str, Any]
     outcomes: list[CellOutcome] = field(default_factory=list)
     live_at_cell: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """grade_id -> {name: the object bound to that name when the graded cell was reached}."""
+    """grade_id -> every binding of the namespace when the graded cell was reached: the
+    state in which the student saw the exercise pass (its helpers, constants and module
+    aliases included)."""
     sources: dict[int, str] = field(default_factory=dict)
     """Each cell's source by index, so a note can quote the cell's first line."""
 
@@ -412,6 +439,88 @@ class NotebookRun:
             for o in self.outcomes
             if o.status in ("error", "timeout")
         ]
+
+    def remember(self, grade_id: str) -> None:
+        """Keep the namespace's bindings as they are at the graded cell ``grade_id``."""
+        self.live_at_cell[grade_id] = dict(self.namespace)
+
+    def variants(self, watch: tuple[str, ...]) -> list[str]:
+        """Graded cells at which an exercise of ``watch``, or anything it reads (its helpers,
+        constants and module aliases, and theirs), was bound to another object than at the
+        end."""
+        final = self.namespace
+        return sorted(
+            grade_id
+            for grade_id, live in self.live_at_cell.items()
+            if any(
+                final.get(name, _UNBOUND) is not live.get(name, _UNBOUND)
+                for name in reads(watch, live)
+            )
+        )
+
+    @contextlib.contextmanager
+    def as_at(self, grade_id: str | None) -> Iterator[None]:
+        """The namespace as it was at the graded cell ``grade_id`` (None: as it is) for the
+        length of the block, then as it was before: the exercise, and every function of
+        the notebook it calls, reads the bindings of that moment."""
+        live = self.live_at_cell.get(grade_id) if grade_id is not None else None
+        if live is None:
+            yield
+            return
+        now = dict(self.namespace)
+        self.namespace.clear()
+        self.namespace.update(live)
+        try:
+            yield
+        finally:
+            self.namespace.clear()
+            self.namespace.update(now)
+
+
+_UNBOUND = object()
+
+
+def reads(names: tuple[str, ...], namespace: dict[str, Any], depth: int = 8) -> set[str]:
+    """``names``, and every global name the functions and classes bound to them read,
+    followed through the notebook's own functions and classes (``depth`` levels)."""
+    found = set(names)
+    frontier = [namespace[n] for n in names if n in namespace]
+    for _ in range(depth):
+        following = []
+        for value in frontier:
+            for name in global_names(value) & namespace.keys() - found:
+                found.add(name)
+                following.append(namespace[name])
+        frontier = following
+    return found
+
+
+def global_names(value: Any) -> set[str]:
+    """The global names a function's code (or a class's methods') may read; none for
+    anything else, or for an object that raises when looked at."""
+    try:
+        return _global_names(value)
+    except Exception:
+        return set()
+
+
+def _global_names(value: Any) -> set[str]:
+    codes = []
+    if inspect.isfunction(value):
+        codes.append(value.__code__)
+    elif inspect.isclass(value):
+        for member in vars(value).values():
+            member = getattr(member, "__func__", member)
+            if isinstance(member, property):
+                member = member.fget
+            if inspect.isfunction(member):
+                codes.append(member.__code__)
+    names: set[str] = set()
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes += [c for c in code.co_consts if inspect.iscode(c)]
+    return names
 
 
 def run_cells(
@@ -429,9 +538,7 @@ def run_cells(
     run = NotebookRun(fresh_namespace(shell))
     for cell in cells:
         if cell.grade_id is not None:
-            run.live_at_cell[cell.grade_id] = {
-                n: run.namespace[n] for n in watch if n in run.namespace
-            }
+            run.remember(cell.grade_id)
         if cell.is_check_cell:
             continue
         run.sources[cell.index] = cell.source

@@ -103,6 +103,35 @@ def test_the_definition_live_at_a_graded_cell_is_recorded(tmp_path) -> None:
     assert run.live_at_cell["test_f"]["f"]() == "first"
 
 
+def test_an_exercise_is_judged_with_the_helpers_and_aliases_it_read_at_its_cell(tmp_path) -> None:
+    """The exercise is not redefined, but its helper, a constant and the module alias it
+    reads are rebound further down: the graded cell's variant reads them as they were."""
+    from attnkit.notebook_code import run_cells
+
+    path = notebook(
+        tmp_path / "e.ipynb",
+        "import numpy as np\nSCALE = 2\ndef helper(x):\n    return x * SCALE\n"
+        "def f(x):\n    return float(np.sum(helper(x)))",
+        "# graded",
+        "import math as np\nSCALE = 0\ndef helper(x):\n    return None\nunrelated = 1",
+        grade_ids={1: "test_f"},
+    )
+    run = run_cells(read_cells(path), watch=("f",))
+    assert run.variants(("f",)) == ["test_f"]
+    with run.as_at("test_f"):
+        assert run.namespace["f"]([1, 2]) == 6.0
+    assert run.namespace["SCALE"] == 0 and run.namespace["unrelated"] == 1
+    # Nothing the exercise reads changed: no variant to grade.
+    path = notebook(
+        tmp_path / "same.ipynb",
+        "def f(x):\n    return x",
+        "# graded",
+        "unrelated = 1",
+        grade_ids={1: "test_f"},
+    )
+    assert run_cells(read_cells(path), watch=("f",)).variants(("f",)) == []
+
+
 def test_nbformat_3_py_files_and_crlf_are_read(tmp_path) -> None:
     old = notebook(tmp_path / "old.ipynb", "def f():\n    return 3", nbformat=3)
     assert load_notebook(old).namespace["f"]() == 3

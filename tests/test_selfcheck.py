@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from attnkit.implementation import LocalImplementation
 from attnkit.notebook import Lesson
 from attnkit.selfcheck.runner import FORBIDDEN, NOT_IMPLEMENTED, PASSED, run_exercise
+from attnkit_solutions.exercises import reference_namespace
 
 
 def test_check_prints_short_not_implemented_line(capsys) -> None:
@@ -76,6 +78,73 @@ def test_infinite_loop_times_out_instead_of_hanging() -> None:
         timeout_s=0.5,
     )
     assert results[0].status == "timeout"
+    assert "CPU" in results[0].message and "loop" in results[0].hint
+
+
+def test_waiting_code_is_told_apart_from_a_loop() -> None:
+    import time
+
+    def scale_scores(scores, d_k):
+        time.sleep(60)
+
+    results = run_exercise(
+        LocalImplementation({"scale_scores": scale_scores}),
+        "01_numpy_attention",
+        "scale_scores",
+        timeout_s=0.2,
+    )
+    assert results[0].status == "timeout"
+    assert "waiting" in results[0].message and "loop" not in results[0].hint
+
+
+def test_a_check_is_never_stopped_halfway_through_an_import(tmp_path, monkeypatch) -> None:
+    """The first call of a check may import (here 0.4 s of CPU, over the 0.3 s limit): the
+    import finishes whole, and the check is run again, now without it, and passes."""
+    import sys
+
+    (tmp_path / "slow_helper.py").write_text(
+        "import time\nstart = time.process_time()\n"
+        "while time.process_time() - start < 0.4:\n    pass\nDONE = True\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "slow_helper", raising=False)
+
+    def scale_scores(scores, d_k):
+        import slow_helper
+
+        assert slow_helper.DONE
+        return scores / d_k**0.5
+
+    results = run_exercise(
+        LocalImplementation({"scale_scores": scale_scores}),
+        "01_numpy_attention",
+        "scale_scores",
+        timeout_s=0.3,
+    )
+    assert {r.status for r in results} == {"passed"}, results
+    assert sys.modules["slow_helper"].DONE
+
+
+@pytest.mark.slow
+def test_visible_checks_pass_while_other_processes_load_every_core(tmp_path) -> None:
+    """A correct notebook's checks pass on a machine four other processes keep busy: a
+    check is limited by the CPU time it spends, not by the clock."""
+    import subprocess
+    import sys
+
+    spin = "import time\nend = time.time() + 120\nwhile time.time() < end: pass"
+    others = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(4)]
+    try:
+        for slug, exercise in (
+            ("01_numpy_attention", "softmax"),
+            ("02_self_attention", "SelfAttention_v1"),
+        ):
+            namespace = reference_namespace(slug)
+            results = run_exercise(LocalImplementation(namespace), slug, exercise, timeout_s=2.0)
+            assert {r.status for r in results} == {"passed"}, results
+    finally:
+        for other in others:
+            other.kill()
 
 
 def test_stub_and_pass_statuses() -> None:

@@ -19,6 +19,9 @@ from typing import Any
 import numpy as np
 
 HEADER = struct.Struct(">Q")
+CELL_LIMITS = 2
+"""A cell runs for at most this many of its time limits: one for a statement that ran to
+the limit, one more for the statements after it (see the worker's ``run_whole_cell``)."""
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 MAX_JSON_BYTES = 4 * 1024 * 1024
 ALLOWED_DTYPES = frozenset(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
 import os
 import resource
 import signal
@@ -173,7 +174,9 @@ def confine(limits: dict[str, Any], scratch: str) -> dict[str, Any]:
 class Worker:
     """Runs one submission's cells and answers adapter calls, one request at a time."""
 
-    def __init__(self, requests: int, replies: int, seal: bool = False) -> None:
+    def __init__(
+        self, requests: int, replies: int, seal: bool = False, withheld: str | None = None
+    ) -> None:
         from ..implementation import recorded_caller
         from ..notebook_code import kernel_shell
 
@@ -185,6 +188,11 @@ class Worker:
         self.seal = seal
         """Whether the first call seals thread creation (see :func:`seal_threads`)."""
         self.sealed = False
+        self.withheld = withheld
+        """The family of kernels this worker goes without, in every thread (withheld.py)."""
+        installed("scipy")  # asked now, before any student code can shadow it
+        self.watch: tuple[str, ...] = ()
+        """The exercises of the lesson (the grader names them with each cell)."""
 
     def serve(self) -> None:
         from ..notebook_code import NotebookRun, fresh_namespace
@@ -218,11 +226,9 @@ class Worker:
         from .shared_cells import SHARED, hand_over
 
         cell = Cell(int(request["index"]), str(request["source"]), request.get("grade_id"))
-        watch = tuple(request.get("watch", ()))
+        self.watch = tuple(str(n) for n in request.get("watch", ()))
         if cell.grade_id is not None:
-            self.run.live_at_cell[cell.grade_id] = {
-                n: self.run.namespace[n] for n in watch if n in self.run.namespace
-            }
+            self.run.remember(cell.grade_id)
         if request.get("skip"):
             return {
                 "status": "ok",
@@ -238,50 +244,62 @@ class Worker:
                 "error_type": "",
                 "message": "",
                 "line": None,
-                "threads": other_tasks(),
+                "threads": python_threads(),
                 "shared": True,
                 "withheld": reached(),
             }
+        skipped = {n for n in request.get("skip_lines", ()) if isinstance(n, int)}
+        if skipped:
+            from ..notebook_code import without_statements
+
+            cell = Cell(
+                cell.index, without_statements(self.shell, cell.source, skipped), cell.grade_id
+            )
         outcome = self.run_whole_cell(cell, request.get("timeout"))
         return {
             "status": outcome.status,
             "error_type": outcome.error_type,
             "message": outcome.message,
             "line": outcome.line,
-            "threads": other_tasks(),
+            "statement": outcome.top_line,
+            "threads": python_threads(),
             # Withheld kernels reached so far: the grader lends this worker's answers to a
             # laxer worker's exercises only while its cells reached none (see withholding).
             "withheld": reached(),
         }
 
     def run_whole_cell(self, cell: Any, timeout: Any) -> Any:
-        """Run the cell; where a top-level statement stopped at a withheld kernel (see
-        withheld.py: a comparison with the library, which Jupyter would have run), run the
-        statements after it, as if that one line had been left out. The first stop is
-        reported, unless a later statement fails otherwise."""
+        """Run the cell as Jupyter would, except where a top-level statement cannot run
+        here: one that stopped at a withheld kernel (see withheld.py: a comparison with the
+        library, which Jupyter would have run), or ran past the cell's time limit (which
+        Jupyter would have waited for). The statements after it still run, each such
+        statement costing at most one limit, so every later definition is made. The first
+        stop is reported (with its line, which a later run of the cells leaves out),
+        unless a later statement fails otherwise."""
         from ..notebook_code import Cell, rest_of_cell, run_cell
+        from .wire import CELL_LIMITS
         from .withheld import WITHHELD_TYPE
 
-        deadline = time.monotonic() + timeout if timeout else None
+        # The rest of a cell after a statement stopped at the limit has one more limit.
+        deadline = time.monotonic() + CELL_LIMITS * timeout if timeout else None
         first = outcome = run_cell(self.shell, cell, timeout)
-        while outcome.error_type == WITHHELD_TYPE and outcome.top_line:
+        while outcome.top_line and (
+            outcome.error_type == WITHHELD_TYPE or outcome.status == "timeout"
+        ):
             rest = rest_of_cell(self.shell, cell.source, outcome.top_line)
             left = deadline - time.monotonic() if deadline else None
             if rest is None or (left is not None and left <= 0):
                 break
-            outcome = run_cell(self.shell, Cell(cell.index, rest, cell.grade_id), left)
-            if outcome.status != "ok" and outcome.error_type != WITHHELD_TYPE:
+            cell = Cell(cell.index, rest, cell.grade_id)
+            outcome = run_cell(self.shell, cell, min(timeout, left) if left else timeout)
+            if outcome.status == "error" and outcome.error_type != WITHHELD_TYPE:
                 return outcome
         return first
 
     def variants(self) -> list[str]:
-        """Graded cells at which some exercise was bound to another object than at the end."""
-        final = self.run.namespace
-        return sorted(
-            grade_id
-            for grade_id, live in self.run.live_at_cell.items()
-            if any(final.get(name) is not value for name, value in live.items())
-        )
+        """Graded cells at which an exercise, or anything it reads, was bound to another
+        object than at the end (see NotebookRun.variants)."""
+        return self.run.variants(self.watch)
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
         if self.seal and not self.sealed:
@@ -292,61 +310,74 @@ class Worker:
             with contextlib.suppress(PermissionError):
                 seal_threads()
         namespace: dict[str, Any] = self.run.namespace
-        # The definitions live at a graded cell are put back into the namespace itself for
-        # the call, so that the helpers an exercise calls are those of that moment too.
-        live = self.run.live_at_cell.get(request.get("variant"), {})
-        saved = {name: namespace.get(name, _MISSING) for name in live}
-        namespace.update(live)
+        # The bindings at a graded cell are put back into the namespace itself for the
+        # call, so that the helpers, constants and modules the exercise reads are those of
+        # that moment too.
         try:
             forbidden = request.get("forbidden", ())
-            with lent(request.get("lent") is True):
+            # Threads the cells left running cannot reach a withheld kernel: the recorder,
+            # which watches the exercise's own thread, must vouch only for the forbidden
+            # calls this worker does not withhold (a library's Python code, e.g. scipy's).
+            alone = other_threads if not withheld_in(self.withheld, forbidden) else None
+            with lent(request.get("lent") is True), self.run.as_at(request.get("variant")):
                 result = self.call_recorded(
-                    namespace, request["adapter"], forbidden, request["kwargs"], other_threads
+                    namespace, request["adapter"], forbidden, request["kwargs"], alone
                 )
             return {"ok": result}
         except BaseException as exc:  # everything is reported; the grader decides
             name = getattr(exc, "name", None) if type(exc).__name__ == "MissingDefinition" else None
             return {"error": {"type": type(exc).__name__, "message": str(exc)[:500], "name": name}}
-        finally:
-            for name, value in saved.items():
-                if value is _MISSING:
-                    namespace.pop(name, None)
-                else:
-                    namespace[name] = value
 
 
-_MISSING = object()
-
-
-_list_tasks = os.listdir  # bound before any student code runs
+_python_frames = sys._current_frames  # bound before any student code runs
 THREAD_GRACE = 0.5
 """Seconds a call waits for threads that are finishing before it counts them as running."""
 
 
-def other_tasks(grace: float = THREAD_GRACE) -> int:
-    """Threads beside this one, counted by the kernel (``/proc/self/task``), once those
-    that were told to stop have had ``grace`` seconds to finish. Every thread counts: one
-    with no Python frame can still call PyTorch from C, where the recorder, which watches the
-    calling thread, would not see it."""
+@functools.cache
+def installed(module: str) -> bool:
+    """Whether the library ``module`` is installed where workers import from (asked before
+    any student code runs: the zygote warms it up)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return True
+
+
+def withheld_in(profile: str | None, forbidden: Any) -> bool:
+    """Whether no thread of this worker can make a forbidden call: each is one of PyTorch's
+    that the worker withholds, or of a library that is not installed (scipy)."""
+    from .withheld import PROFILES
+
+    pattern = PROFILES[profile] if profile is not None else None
+    for name in map(str, forbidden):
+        top, last = name.partition(".")[0], name.rsplit(".", 1)[-1]
+        if top == "torch" and pattern is not None and pattern.search(last):
+            continue
+        if top != "torch" and not installed(top):
+            continue
+        return False
+    return True
+
+
+def python_threads(grace: float = THREAD_GRACE) -> int:
+    """Threads beside this one that run Python (only those can call a library's Python
+    code), once those told to stop have had ``grace`` seconds to finish."""
     deadline = time.monotonic() + grace
     while True:
-        try:
-            count = len(_list_tasks("/proc/self/task")) - 1
-        except OSError:
-            # No descriptor left to read /proc with (a cell lowered RLIMIT_NOFILE): the
-            # threads that can run Python are still counted.
-            count = len(sys._current_frames()) - 1
+        count = len(_python_frames()) - 1
         if count <= 0 or time.monotonic() > deadline:
             return max(count, 0)
         time.sleep(0.01)
 
 
 def other_threads() -> str | None:
-    """Why the recorder cannot vouch for a call: threads beside the one running the
-    exercise, whose PyTorch calls it does not see. (A cell that leaves one running, even
-    PyTorch's own pool after ``torch.set_num_threads(2)``, is not run before the hidden
-    tests, so an honest notebook never gets here.)"""
-    count = other_tasks()
+    """Why the recorder cannot vouch for a call to a forbidden function it alone watches
+    (a library's Python code, which no worker withholds): threads beside the one running
+    the exercise, which it does not see."""
+    count = python_threads()
     if count <= 0:
         return None
     return (

@@ -298,7 +298,7 @@ def start_worker(limits: dict[str, Any], fds: list[int], scratch: str) -> None:
     info = confine(limits, scratch)
     if profile is not None:
         guard(str(profile))  # last: confine's own calls (seccomp) go through ctypes
-    worker = Worker(requests, replies, seal=bool(info.get("seccomp")))
+    worker = Worker(requests, replies, seal=bool(info.get("seccomp")), withheld=profile)
     from .wire import encode
 
     write_frame(replies, encode({"ready": info}))

@@ -27,6 +27,7 @@ from typing import Any
 
 from attnkit.adapters import MalformedResult, validate_result
 from attnkit.notebook_code import Cell, CellOutcome
+from attnkit.student_process.wire import CELL_LIMITS
 from attnkit.student_process.withheld import LENT_EXIT
 
 from .channel import MAX_SUBMISSION_BYTES, Channel
@@ -91,7 +92,10 @@ class CellHistory:
     shared: list[int] = field(default_factory=list)
     """Cells whose results the worker took from the sandbox's one run (first run)."""
     stopped: set[int] = field(default_factory=set)
-    """Cells stopped from outside, or run to their limit: skipped when the cells run again."""
+    """Cells the grader had to stop from outside: skipped when the cells run again."""
+    skipped: dict[int, set[int]] = field(default_factory=dict)
+    """Statements (cell index to lines) that ran to the cell's limit: left out when the
+    cells run again, and every other statement of the cell still runs."""
     thread_cells: set[int] = field(default_factory=set)
     """Cells after which more threads were running than before them."""
     thread_noted: set[int] = field(default_factory=set)
@@ -122,9 +126,15 @@ class CellHistory:
             return None
         if reported.get("status") == "timeout":
             # It ran to its limit once: when the cells run again (a new worker after a
-            # call timed out), it is skipped rather than paid for again.
-            self.stopped.add(cell.index)
+            # call timed out), that statement is left out rather than paid for again.
+            line = reported.get("statement")
+            if isinstance(line, int) and not isinstance(line, bool) and line > 0:
+                self.skipped.setdefault(cell.index, set()).add(line)
+            else:
+                self.stopped.add(cell.index)
         line = reported.get("line")
+        if reported.get("status") == "timeout":
+            line = reported.get("statement")
         if reported.get("error_type") == WITHHELD_TYPE and first_run:
             self.withheld[cell.index] = _text(reported.get("message"), 120)
             return WITHHELD_NOTE.format(index=cell.index)
@@ -227,23 +237,13 @@ class IsolatedSubmission:
                     note = self._run_cell(cell)
                     if note is not None:
                         notes.append(note)
-                if self.history.threads and self.history.thread_cells:
-                    # The recorder watches the exercise's own thread only: the hidden tests
-                    # run in a worker without the cells that left threads running (a cell
-                    # stopped at its time limit may have left one too).
-                    for index in sorted(self.history.thread_cells - self.history.thread_noted):
-                        stopped = "was stopped at its time limit and " * (
-                            index in self.history.stopped
-                        )
-                        self.history.stop_notes.append(
-                            f"code cell {index} {stopped}left a thread running; the exercises "
-                            "were graded without that cell (stop the threads a cell starts, "
-                            "e.g. close a progress bar, if that cell defines something graded)"
-                        )
-                    self.history.thread_noted |= self.history.thread_cells
-                    self.history.stopped |= self.history.thread_cells
-                    self._stop_worker()
-                    continue
+                for index in sorted(self.history.thread_cells - self.history.thread_noted):
+                    # A note, never a cost: the cell's definitions stand, as in Jupyter, and
+                    # no thread can reach a kernel the worker withholds.
+                    self.history.stop_notes.append(
+                        f"code cell {index} left a thread running (graded with it running)"
+                    )
+                self.history.thread_noted |= self.history.thread_cells
             except _CellStopped as stopped:
                 # The worker could not stop this cell itself (or the cell killed its own
                 # process, or the sandbox stopped it): start again without it.
@@ -304,7 +304,8 @@ class IsolatedSubmission:
             # The first run of the cells: each has its own limit, whatever an earlier slow
             # cell spent (the hidden tests get the whole budget afterwards; see _start).
             limit = self.limits.cell_timeout
-            self.clock.deadline = max(self.clock.deadline, time.monotonic() + limit + 2.0)
+            reply_by = time.monotonic() + CELL_LIMITS * limit + 2.0
+            self.clock.deadline = max(self.clock.deadline, reply_by)
         request = {
             "op": "cell",
             "index": cell.index,
@@ -314,11 +315,13 @@ class IsolatedSubmission:
             "timeout": limit,
             # A graded check cell is not run: the worker only notes what is live there.
             "skip": cell.is_check_cell,
+            "skip_lines": sorted(self.history.skipped.get(cell.index, ())),
             "shared": cell.source in self.workers.offered,
         }
         started = time.monotonic()
         try:
-            reply = self._exchange(request, limit + 2.0, f"running code cell {cell.index}")
+            reply_within = CELL_LIMITS * limit + 2.0
+            reply = self._exchange(request, reply_within, f"running code cell {cell.index}")
             if not self.clock.cells_ran:
                 self.history.seconds[cell.index] = round(time.monotonic() - started, 4)
         except (WorkerTimeout, WorkerCrashed) as exc:
