@@ -192,7 +192,7 @@ def train_step(
 
     seed_torch(seed)
     model = nn.Sequential(nn.Embedding(vocab_size, width), nn.Linear(width, vocab_size))
-    optimizer = PlainSGD(list(model.parameters()), learning_rate)
+    optimizer = kit_sgd(list(model.parameters()), learning_rate)
     step = lookup(ns, name)
     batch = to_torch(inputs), to_torch(targets)
     returned = step(model, optimizer, *batch)
@@ -204,29 +204,51 @@ def train_step(
     }
 
 
-class PlainSGD:
-    """Gradient descent with the two methods a training step calls, ``zero_grad`` and
-    ``step``, as ``torch.optim.SGD(params, lr)`` does them. (A ``torch.optim`` optimiser
-    would load PyTorch's compiler, a second, into every graded process.)"""
+def kit_sgd(params: list[Any], lr: float) -> Any:
+    """The optimiser the contract promises: a ``torch.optim.Optimizer`` doing plain
+    gradient descent, as ``torch.optim.SGD(params, lr)`` does, ``step(closure)`` included.
+    It is made without ``Optimizer.__init__``, whose step hooks would load PyTorch's compiler
+    (seconds) into every graded process; the rest of the interface is the base class's."""
+    import collections
 
-    def __init__(self, params: list[Any], lr: float) -> None:
-        self.params, self.lr = params, lr
-        self.param_groups = [{"params": params, "lr": lr}]
+    import torch
 
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        for param in self.params:
-            if set_to_none:
-                param.grad = None
-            elif param.grad is not None:
-                param.grad.zero_()
+    class KitSGD(torch.optim.Optimizer):
+        def __init__(self, params: list[Any], lr: float) -> None:
+            self.defaults = {"lr": lr}
+            self.param_groups = [{"params": list(params), "lr": lr}]
+            self.state = collections.defaultdict(dict)
+            for hooks in (
+                "_optimizer_step_pre_hooks",
+                "_optimizer_step_post_hooks",
+                "_optimizer_state_dict_pre_hooks",
+                "_optimizer_state_dict_post_hooks",
+                "_optimizer_load_state_dict_pre_hooks",
+                "_optimizer_load_state_dict_post_hooks",
+            ):
+                setattr(self, hooks, collections.OrderedDict())
 
-    def step(self) -> None:
-        import torch
+        def zero_grad(self, set_to_none: bool = True) -> None:
+            for group in self.param_groups:
+                for param in group["params"]:
+                    if set_to_none:
+                        param.grad = None
+                    elif param.grad is not None:
+                        param.grad.zero_()
 
-        with torch.no_grad():
-            for param in self.params:
-                if param.grad is not None:
-                    param.add_(param.grad, alpha=-self.lr)
+        def step(self, closure: Any = None) -> Any:
+            loss = None
+            if closure is not None:
+                with torch.enable_grad():
+                    loss = closure()
+            with torch.no_grad():
+                for group in self.param_groups:
+                    for param in group["params"]:
+                        if param.grad is not None:
+                            param.add_(param.grad, alpha=-group["lr"])
+            return loss
+
+    return KitSGD(params, lr)
 
 
 LAYERS = ("attention", "attention_after_positions")
@@ -299,7 +321,8 @@ def transfer_weights(
     ``v2_state`` (chosen by the caller) is loaded into v2 before the copy, so a check can
     compare v1 with weights it knows rather than with what the implementation reports.
     With ``qkv_bias=True`` the copy is expected to refuse; ``raised`` names the
-    exception type it raised (None if it did not raise).
+    exception type it raised (None if it did not raise) and ``raised_as`` the built-in
+    exceptions it is an instance of, so that a contract's "ValueError" is met by a subclass.
     """
 
     seed_torch(seed)
@@ -308,13 +331,13 @@ def transfer_weights(
         load_state(v2, v2_state)
     v1 = lookup(ns, "SelfAttention_v1")(d_in, d_out)
     copy = lookup(ns, name)
-    raised = None
     if qkv_bias:
         try:
             copy(v2, v1)
         except Exception as exc:
-            raised = type(exc).__name__
-        return {"raised": raised}
+            kinds = [c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins"]
+            return {"raised": type(exc).__name__, "raised_as": kinds}
+        return {"raised": None, "raised_as": []}
     returned = copy(v2, v1)
     return {
         "v1": {n: p.detach().numpy().copy() for n, p in v1.named_parameters()},
@@ -447,6 +470,9 @@ def validate_result(adapter: str, result: Any) -> dict[str, Any]:
         if "raised" in result:
             if result["raised"] is not None and not isinstance(result["raised"], str):
                 raise MalformedResult("raised is not an exception name")
+            kinds = result.get("raised_as")
+            if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+                raise MalformedResult("raised_as is not a list of exception names")
         else:
             _check_arrays(result.get("v1"), "v1")
             _check_arrays(result.get("v2"), "v2")

@@ -84,17 +84,14 @@ def test_infinite_loop_times_out_instead_of_hanging() -> None:
 def test_waiting_code_is_told_apart_from_a_loop() -> None:
     import time
 
-    def scale_scores(scores, d_k):
-        time.sleep(60)
+    from attnkit.selfcheck.runner import CheckTimeout, time_limit, timeout_outcome, visible_checks
 
-    results = run_exercise(
-        LocalImplementation({"scale_scores": scale_scores}),
-        "01_numpy_attention",
-        "scale_scores",
-        timeout_s=0.2,
-    )
-    assert results[0].status == "timeout"
-    assert "waiting" in results[0].message and "loop" not in results[0].hint
+    with pytest.raises(CheckTimeout) as stopped, time_limit(0.2, waiting=1.0):
+        time.sleep(30)
+    check = visible_checks("01_numpy_attention", "scale_scores")[0]
+    told = timeout_outcome("scale_scores", check, stopped.value)
+    assert told.status == "timeout"
+    assert "waiting" in told.message and "loop" not in told.hint
 
 
 def test_a_check_is_never_stopped_halfway_through_an_import(tmp_path, monkeypatch) -> None:

@@ -35,9 +35,11 @@ class CheckTimeout(Exception):
     """A check ran past its limit: ``cpu`` is the CPU time the process spent in it, ``wall``
     the time that passed."""
 
-    def __init__(self, cpu: float, wall: float) -> None:
+    def __init__(self, cpu: float, wall: float, computing: bool) -> None:
         super().__init__(f"{cpu:.1f} s of CPU in {wall:.1f} s")
         self.cpu, self.wall = cpu, wall
+        self.computing = computing
+        """Whether it ran out of CPU time (it computed all along), not out of waiting."""
 
 
 def visible_checks(slug: str, exercise: str) -> list[VisibleCheck]:
@@ -48,8 +50,10 @@ def visible_checks(slug: str, exercise: str) -> list[VisibleCheck]:
 
 
 WAITING_FACTOR = 6
-"""A check that waits (sleeps, reads input) instead of computing is stopped after this many
-times its CPU limit has passed on the clock."""
+WAITING_AT_LEAST = 60.0
+"""A check that waits (sleeps, reads input) instead of computing is stopped once this many
+times its CPU limit, and at least this many seconds, have passed on the clock: long enough
+that on a loaded machine a loop runs into its CPU limit first."""
 
 
 def cpu_threads() -> int:
@@ -64,11 +68,12 @@ def cpu_threads() -> int:
 
 
 @contextmanager
-def time_limit(seconds: float | None) -> Iterator[None]:
+def time_limit(seconds: float | None, waiting: float | None = None) -> Iterator[None]:
     """Interrupt a check that spends more than ``seconds`` of CPU time (per thread it
-    computes with), or that has waited ``WAITING_FACTOR`` times as long on the clock (main
-    thread, POSIX only). CPU time, not the clock: on a machine busy with other programs, a
-    check waits for the CPU without spending any, and is never stopped for it."""
+    computes with), or that has waited ``waiting`` seconds on the clock (by default
+    :data:`WAITING_FACTOR` times ``seconds``, at least :data:`WAITING_AT_LEAST`; main thread,
+    POSIX only). CPU time, not the clock: on a machine busy with other programs, a check
+    waits for the CPU without spending any, and is never stopped for it."""
     usable = (
         seconds is not None
         and hasattr(signal, "setitimer")
@@ -79,19 +84,26 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         return
     started, cpu_started = time.monotonic(), time.process_time()
 
+    ran_out = []  # the CPU limit was reached (its signal may come back while importing)
+
     def expire(signum: int, frame: Any) -> None:
+        if signum == signal.SIGPROF:
+            ran_out.append(True)
         if importing(frame):
             # Never stopped halfway through an import (it would leave a half-made module for
             # every later check): asked again when the import is done.
             signal.setitimer(signal.ITIMER_REAL, IMPORT_GRACE)
             return
-        raise CheckTimeout(time.process_time() - cpu_started, time.monotonic() - started)
+        cpu, wall = time.process_time() - cpu_started, time.monotonic() - started
+        raise CheckTimeout(cpu, wall, computing=bool(ran_out))
 
     previous = (signal.getsignal(signal.SIGPROF), signal.getsignal(signal.SIGALRM))
     signal.signal(signal.SIGPROF, expire)
     signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_PROF, seconds * cpu_threads())
-    signal.setitimer(signal.ITIMER_REAL, seconds * WAITING_FACTOR)
+    if waiting is None:
+        waiting = max(seconds * WAITING_FACTOR, WAITING_AT_LEAST)
+    signal.setitimer(signal.ITIMER_REAL, waiting)
     try:
         yield
     finally:
@@ -130,7 +142,7 @@ def timed_run(check: VisibleCheck, probe: Probe, seconds: float | None) -> None:
 def timeout_outcome(exercise: str, check: VisibleCheck, stopped: CheckTimeout) -> Outcome:
     """What a stopped check says: a loop when it computed all along; waiting, when it did
     not (never a loop for a machine busy with other programs)."""
-    if stopped.cpu >= 0.5 * stopped.wall:
+    if stopped.computing:
         message = f"still computing after {stopped.cpu:.1f} s of CPU time"
         hint = "Look for a loop that never ends."
     else:
