@@ -201,6 +201,7 @@ def train_step(
     return {
         "out": describe(returned),
         "params": {n: p.detach().numpy().copy() for n, p in model.named_parameters()},
+        "inputs_after": [_plain_array(t) for t in batch],
     }
 
 
@@ -463,6 +464,7 @@ def validate_result(adapter: str, result: Any) -> dict[str, Any]:
     elif adapter == "train_step":
         _check_description(result.get("out"))
         _check_arrays(result.get("params"), "params")
+        _check_inputs_after(result.get("inputs_after"))
     elif adapter == "layer_property":
         _check_description(result.get("out"))
         _check_inputs_after(result.get("inputs_after"))

@@ -7,7 +7,8 @@ The rule, shared by the grader and the self-check:
 2. every recorded call is answered three ways: by the submission (recorded), by the
    correct implementation, and by each program of each catalogued mistake;
 3. a program *explains* the submission when it answers every call exactly as the
-   submission did (values, dtype, shape and kind; for an exception, its type), and on at
+   submission did (values, dtype, shape and kind; for an exception, its type and its
+   message), and on at
    least one call where the submission differs from the correct answer the
    answer singles the program out: a returned value, or an error with the very same
    message (which spells out the shapes involved). Raising the same exception type is
@@ -82,9 +83,10 @@ Info = TypeVar("Info", bound=MistakeInfo)
 
 
 def agree(a: Answer, b: Answer) -> bool:
-    """Same exception type, or the same results: kind, dtype, shape and values."""
+    """The same error (its type and its message: two errors of one type are not the same
+    answer), or the same results: kind, dtype, shape and values."""
     if a.raised is not None or b.raised is not None:
-        return a.raised == b.raised
+        return a.raised == b.raised and a.message == b.message
     return same(strip(a.outcome), strip(b.outcome))
 
 

@@ -230,3 +230,22 @@ def test_every_reference_passes_every_visible_check(slug: str) -> None:
     assert failed == []
     declared = visible_declarations(slug)
     assert uncovered_dtype_clauses(released_docstrings(slug), declared) == []
+
+
+STATE_CLAUSES = ("not modified", "detached")
+"""Clauses about what an exercise leaves alone: its inputs, the autograd graph."""
+
+
+@pytest.mark.parametrize("slug", list(ASSIGNMENTS))
+def test_every_input_and_graph_clause_is_graded(slug: str) -> None:
+    """A docstring that promises its inputs are not modified, or that what it keeps is
+    detached, has a hidden test that declares (and checks) the promise."""
+    declared = hidden_declarations(slug)
+    missing = [
+        f"{exercise}: {clause!r}"
+        for exercise, docstring in released_docstrings(slug).items()
+        for clause in STATE_CLAUSES
+        if clause in docstring
+        and not any(clause in normal(c) for c in declared.get(exercise, []))
+    ]
+    assert missing == []

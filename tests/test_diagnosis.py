@@ -97,3 +97,25 @@ def test_self_check_names_what_the_visible_checks_catch(tmp_path) -> None:
         named += names == {mistake.title}
     print(f"\nself-check: {caught}/{len(MISTAKES)} caught by visible checks, {named} named")
     assert caught >= len(MISTAKES) - 5 and named >= caught - 3
+
+
+def test_two_errors_of_one_type_are_not_the_same_answer() -> None:
+    """A mistake program that is right about the values it returns but raises another
+    error than the submission (same type, other message) did not make the submission's
+    mistake: it is not named, whatever the type."""
+    import numpy as np
+
+    from attnkit.diagnosis import explains
+    from attnkit.implementation import Answer
+
+    def value(x: float) -> Answer:
+        return Answer({"out": {"kind": "array", "array": np.array([x])}}, None)
+
+    shape_error = Answer(None, "RuntimeError", "mat1 and mat2 shapes cannot be multiplied (2x3)")
+    other_error = Answer(None, "RuntimeError", "expected scalar type Float but found Double")
+    correct = [value(1.0), value(2.0)]
+    submission = [value(5.0), shape_error]
+    assert explains(submission, correct, [value(5.0), shape_error])
+    assert not explains(submission, correct, [value(5.0), other_error])
+    # Only a type in common, and no value: never evidence.
+    assert not explains([shape_error], [value(1.0)], [Answer(None, "RuntimeError", "other")])

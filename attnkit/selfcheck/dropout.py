@@ -140,3 +140,23 @@ def describe_output(value: dict[str, Any]) -> np.ndarray:
     if value.get("kind") != "tensor" or "array" not in value:
         raise CheckFailed("the output is not a tensor", stage="kind")
     return value["array"]
+
+
+def expect_weights_dropout(probe: Any, heads: int, p: float, seed: int) -> None:
+    """A multi-head layer built with dropout ``p`` drops its attention weights in training
+    mode, and only those: read from the output of :func:`readable_state` parameters, the
+    training-mode weights are a dropout of the eval-mode weights, at rate ``p``.
+
+    ``probe`` runs the layer ``(d_in, d_out, context_length, dropout, num_heads)``; only
+    the student's own layer is run, in both modes.
+    """
+    tokens = 5
+    x = token_permutations(8, tokens, seed=seed)
+    init = [tokens, heads * 2 * tokens, tokens, p, heads]
+    state = readable_state(probe.module(init, [x], seed=seed)["params"], heads, tokens)
+    evaluated = describe_output(probe.module(init, [x], state=state)["out"])
+    weights = weights_in_output(evaluated, x, heads, what="the output in eval mode")
+    trained = probe.module(init, [x], state=state, train=True, forward_seed=seed + 1)
+    shown = weights_in_output(describe_output(trained["out"]), x, heads)
+    dropped, counted = expect_dropped_weights(shown, weights, p)
+    expect_dropout_rate(dropped, counted, p)

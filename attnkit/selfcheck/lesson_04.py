@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from ..assignments import ASSIGNMENTS
 from ..compare import CheckFailed, expect_array, expect_kind, expect_shape, part
 from ..probe import Probe
+from .dropout import expect_weights_dropout
 from .dtypes import expect_dtype
 from .lesson_03 import BOOK, BOOK_BATCH
 from .registry import visible
@@ -36,29 +37,47 @@ def mha_book(probe: Probe) -> None:
 @visible(
     SLUG,
     "MultiHeadAttention",
-    "agrees with F.scaled_dot_product_attention(is_causal=True)",
+    "agrees with F.scaled_dot_product_attention(is_causal=True), with 2 heads and with 4",
     contract=("a float32 tensor [batch, T, d_out]",),
 )
 def mha_matches_torch(probe: Probe) -> None:
     RNG = np.random.default_rng(2240)  # fixed inputs: fingerprints depend on them
     x = RNG.normal(size=(3, 5, 6)).astype(np.float32)
-    result = probe.module([6, 8, 7, 0.0, 2], [x], seed=5, init_kwargs={"qkv_bias": True})
+    for heads in (2, 4):
+        matches_torch(probe, x, heads)
+
+
+def matches_torch(probe: Probe, x: np.ndarray, heads: int) -> None:
+    """The layer (6, 8, 7, 0.0, heads) with biases against PyTorch's attention."""
+    result = probe.module([6, 8, 7, 0.0, heads], [x], seed=5, init_kwargs={"qkv_bias": True})
     params = {n: torch.from_numpy(a) for n, a in result["params"].items()}
     for name in ("W_query.weight", "W_key.weight", "W_value.weight", "out_proj.weight"):
         if name not in params:
             raise CheckFailed(f"MultiHeadAttention has no parameter {name}")
     tx = torch.from_numpy(x)
 
-    def heads(prefix: str) -> torch.Tensor:
+    def split(prefix: str) -> torch.Tensor:
         projected = F.linear(tx, params[f"{prefix}.weight"], params.get(f"{prefix}.bias"))
-        return projected.view(3, 5, 2, 4).transpose(1, 2)
+        return projected.view(3, 5, heads, 8 // heads).transpose(1, 2)
 
     attended = F.scaled_dot_product_attention(
-        heads("W_query"), heads("W_key"), heads("W_value"), is_causal=True
+        split("W_query"), split("W_key"), split("W_value"), is_causal=True
     )
     merged = attended.transpose(1, 2).reshape(3, 5, 8)
     expected = F.linear(merged, params["out_proj.weight"], params.get("out_proj.bias"))
-    expect_array(result["out"], expected.detach().numpy(), kind="tensor")
+    expect_array(
+        result["out"],
+        expected.detach().numpy(),
+        kind="tensor",
+        what=f"the output with {heads} heads",
+    )
+
+
+@visible(
+    SLUG, "MultiHeadAttention", "dropout in training mode drops attention weights, nothing else"
+)
+def mha_dropout(probe: Probe) -> None:
+    expect_weights_dropout(probe, heads=2, p=0.3, seed=2241)
 
 
 @visible(SLUG, "wrapper_d_out", "your wrapper with this d_out and 2 heads gives 2 features")

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from ..adapters import kit_layer
 from ..compare import CheckFailed, expect_array, expect_kind, expect_shape
 from ..probe import Probe
+from .dropout import expect_weights_dropout
 from .dtypes import expect_dtype
 from .registry import visible
 
@@ -73,6 +74,22 @@ def mha_keeps_weights(probe: Probe) -> None:
     expect_dtype(result["out"], np.float32, kind="tensor")
     expect_array(result["out"], out, kind="tensor")
     expect_array(result["kept"]["last_weights"], weights, kind="tensor", what="self.last_weights")
+
+
+@visible(SLUG, "MultiHeadAttention", "with 4 heads and qkv_bias=True too")
+def mha_any_heads_and_biases(probe: Probe) -> None:
+    x = np.random.default_rng(5503).normal(size=(2, 5, 8)).astype(np.float32)
+    four = [*MHA[:4], 4]
+    result = probe.module(four, [x], seed=5, init_kwargs={"qkv_bias": True})
+    out, _ = expected_attention(result["params"], x, 4, causal(5))
+    expect_array(result["out"], out, kind="tensor", what="the output with 4 heads and biases")
+
+
+@visible(
+    SLUG, "MultiHeadAttention", "dropout in training mode drops attention weights, nothing else"
+)
+def mha_dropout(probe: Probe) -> None:
+    expect_weights_dropout(probe, heads=2, p=0.3, seed=5504)
 
 
 @visible(SLUG, "MultiHeadAttention", "a padding mask blocks keys; a fully blocked row is all zeros")

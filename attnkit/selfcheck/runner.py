@@ -163,19 +163,22 @@ ERROR_HINTS = (
             "shapes",
             "size mismatch",
         ),
-        "The shapes inside your code do not line up. Print the shape of each intermediate; "
-        "to swap the token and feature axes of a batched tensor use transpose(-2, -1), not .T.",
+        "The shapes inside your code do not line up. Print the shape of each intermediate "
+        "and compare it with the shapes the docstring gives.",
     ),
     (
         ("expected scalar type", "dtype", "expected m1 and m2 to have the same dtype"),
-        "Two tensors have different dtypes. Keep the dtype of the input (e.g. torch.ones_like).",
+        "Two tensors have different dtypes. Print the dtype of each intermediate: which one "
+        "is not the input's?",
     ),
     (
         ("inplace operation", "in-place"),
-        "An in-place operation broke autograd. Use out-of-place versions (masked_fill, not "
-        "masked_fill_).",
+        "An operation that changes a tensor in place broke autograd. Find the in-place call "
+        "(its name ends with an underscore, or it assigns into a slice).",
     ),
 )
+"""Hints for an error, by words in its message: each says what the error means and how to
+find the cause, never a fix the error alone cannot vouch for (a named mistake does that)."""
 
 
 def describe_error(exc: BaseException) -> tuple[str, str | None]:

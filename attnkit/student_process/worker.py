@@ -273,9 +273,10 @@ class Worker:
         here: one that stopped at a withheld kernel (see withheld.py: a comparison with the
         library, which Jupyter would have run), or ran past the cell's time limit (which
         Jupyter would have waited for). The statements after it still run, each such
-        statement costing at most one limit, so every later definition is made. The first
-        stop is reported (with its line, which a later run of the cells leaves out),
-        unless a later statement fails otherwise."""
+        statement costing at most one limit, so every later definition is made: also past
+        a later statement that fails, which may fail only for want of what the left-out one
+        would have made (a name it would have bound). The first stop is reported, with its
+        line (which a later run of the cells leaves out)."""
         from ..notebook_code import Cell, rest_of_cell, run_cell
         from .wire import CELL_LIMITS
         from .withheld import WITHHELD_TYPE
@@ -283,17 +284,15 @@ class Worker:
         # The rest of a cell after a statement stopped at the limit has one more limit.
         deadline = time.monotonic() + CELL_LIMITS * timeout if timeout else None
         first = outcome = run_cell(self.shell, cell, timeout)
-        while outcome.top_line and (
-            outcome.error_type == WITHHELD_TYPE or outcome.status == "timeout"
-        ):
+        if not (first.error_type == WITHHELD_TYPE or first.status == "timeout"):
+            return first
+        while outcome.top_line and outcome.status != "ok":
             rest = rest_of_cell(self.shell, cell.source, outcome.top_line)
             left = deadline - time.monotonic() if deadline else None
             if rest is None or (left is not None and left <= 0):
                 break
             cell = Cell(cell.index, rest, cell.grade_id)
             outcome = run_cell(self.shell, cell, min(timeout, left) if left else timeout)
-            if outcome.status == "error" and outcome.error_type != WITHHELD_TYPE:
-                return outcome
         return first
 
     def variants(self) -> list[str]:

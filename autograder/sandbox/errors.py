@@ -39,9 +39,9 @@ def _text(value: Any, limit: int = 300) -> str:
 
 WITHHELD_NOTE = (
     "code cell {index} calls a library softmax or attention kernel, which the grader "
-    "withholds while it grades the exercises you write from scratch, so that cell stopped "
-    "there; this costs nothing unless the cell also defines something graded (then keep "
-    "such comparisons in a cell of their own)"
+    "withholds while it grades the exercises you write from scratch, so that statement was "
+    "left out and the rest of the cell ran without it; this costs nothing unless something "
+    "graded needs what it made (then keep such comparisons in a cell of their own)"
 )
 
 

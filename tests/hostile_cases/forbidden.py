@@ -240,10 +240,12 @@ def cases(targets: Targets) -> list[Case]:
              SOFTMAX_CELL, "forbidden", "torch.softmax",
              {"softmax": "return torch.nan_to_num(torch.softmax(x, dim), nan=0.0)"},
              PACKAGE_SWITCH, "attnkit.student_process.recorder"),
-        # The cell that starts the helper thread leaves it running, so the hidden tests run
-        # without that cell: its queues are not there, and every softmax user fails.
-        Case("sm_in_another_thread", "evasion", LOSES_SOFTMAX_USERS, SOFTMAX_CELL, "error",
-             "_jobs",
+        # The helper thread runs on (a thread costs no cell), but the softmax's own worker
+        # withholds the kernel in every thread: the helper dies, the softmax waits out its
+        # time. Its users, which may use a library softmax, get what a plain library call
+        # gives them: the attack earns nothing.
+        Case("sm_in_another_thread", "evasion", LOSES_SOFTMAX, SOFTMAX_CELL, "timeout",
+             "time limit",
              {"softmax": "_jobs.put((x, dim))\nreturn torch.nan_to_num(_done.get(), nan=0.0)"},
              THREAD_SOFTMAX),
     ]  # fmt: skip

@@ -208,7 +208,11 @@ def test_causal_attention_matches_reference(submission, reference, shape, contex
 
 
 @grade("test_causal_attention")
-@contract("CausalAttention", "Parameters are created in the order W_query, W_key, W_value")
+@contract(
+    "CausalAttention",
+    "Parameters are created in the order W_query, W_key, W_value",
+    "(not modified)",
+)
 def test_causal_attention_on_verdict_and_book_seed(submission, reference) -> None:
     same_module(submission, reference, "CausalAttention", [16, 8, 6, 0.0], [verdict_embeddings()])
     # A book-seed test: its input is the same for every student (see suite_support).

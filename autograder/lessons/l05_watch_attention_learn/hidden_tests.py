@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnkit.compare import CheckFailed, expect_array, expect_kind
+from attnkit.compare import CheckFailed, expect_array, expect_kind, expect_unchanged
 from attnkit.selfcheck.dropout import (
     expect_dropout_rate,
     expect_dropped_weights,
@@ -54,15 +54,16 @@ def same_weights(got: dict, want: dict, what: str = "self.last_weights") -> None
     "as lesson 4's layer",
     "scores scaled by sqrt(head_dim)",
     "heads merged in order, then out_proj",
+    "with qkv_bias=True the projections add their biases",
     "self.last_weights holds the weights of the call, [batch, heads, T, T], detached, after "
     "softmax and before dropout",
     "(not modified)",
 )
-@pytest.mark.parametrize(("d", "heads", "tokens"), [(8, 2, 5), (12, 4, 7)])
-def test_mha_matches_reference_and_keeps_its_weights(submission, reference, d, heads, tokens):
+@pytest.mark.parametrize(("d", "heads", "tokens", "bias"), [(8, 2, 5, False), (12, 4, 7, True)])
+def test_mha_matches_reference_and_keeps_its_weights(submission, reference, d, heads, tokens, bias):
     got, want = same_module(
         submission, reference, MHA, [d, d, 9, 0.0, heads], [randn(2, tokens, d, seed=d)],
-        seed=heads, keep=["last_weights"],
+        seed=heads, keep=["last_weights"], init_kwargs={"qkv_bias": bias},
     )  # fmt: skip
     same_weights(got, want)
 
@@ -159,6 +160,9 @@ def same_steps(submission, reference, steps: int, seed: int) -> None:
     kwargs = {"learning_rate": 0.3, "seed": seed, "steps": steps}
     got = submission.probe("train_step").train_step(9, 6, inputs, targets, **kwargs)
     want = reference.probe("train_step").train_step(9, 6, inputs, targets, **kwargs)
+    after = got["inputs_after"] + [None] * (2 - len(got["inputs_after"]))
+    for name, before, now in zip(("inputs", "targets"), (inputs, targets), after[:2], strict=True):
+        expect_unchanged(before, now, name)
     expect_kind(got["out"], "number", "what train_step returns")
     expect_array(got["out"], want["out"]["array"], what="the loss returned")
     for name, expected in want["params"].items():
@@ -174,6 +178,7 @@ def same_steps(submission, reference, steps: int, seed: int) -> None:
     "the loss as a Python float",
     "the cross-entropy of model(inputs) against targets, averaged over every position",
     "applied with one optimizer.step()",
+    "(not modified)",
 )
 def test_one_step_matches_reference(submission, reference) -> None:
     same_steps(submission, reference, steps=1, seed=1)
