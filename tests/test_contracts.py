@@ -245,7 +245,6 @@ def test_every_input_and_graph_clause_is_graded(slug: str) -> None:
         f"{exercise}: {clause!r}"
         for exercise, docstring in released_docstrings(slug).items()
         for clause in STATE_CLAUSES
-        if clause in docstring
-        and not any(clause in normal(c) for c in declared.get(exercise, []))
+        if clause in docstring and not any(clause in normal(c) for c in declared.get(exercise, []))
     ]
     assert missing == []
