@@ -74,6 +74,8 @@ def describe(obj: Any) -> dict[str, Any]:
             "kind": "tensor",
             "dtype": str(obj.dtype).removeprefix("torch."),
             "array": np.array(data.numpy(), copy=True),
+            # On the autograd graph (a result of a graph, or a leaf that requires grad).
+            "attached": bool(obj.requires_grad),
         }
     if isinstance(obj, np.ndarray):
         return {"kind": "ndarray", "dtype": str(obj.dtype), "array": np.array(obj, copy=True)}
@@ -398,6 +400,8 @@ def _check_description(value: Any, depth: int = 0) -> None:
             value.get("dtype"), str
         ):
             raise MalformedResult(f"a {kind} output has no array or dtype")
+        if not isinstance(value.get("attached", False), bool):
+            raise MalformedResult(f"a {kind} output's 'attached' is not true or false")
     elif kind == "sequence":
         items = value.get("items")
         if not isinstance(items, list) or depth >= MAX_SEQUENCE_DEPTH:

@@ -10,40 +10,20 @@ without a declaration fails here too, so a new check cannot slip in unstated.
 from __future__ import annotations
 
 import ast
-import json
-import re
 from pathlib import Path
 
 import pytest
 
 from attnkit.assignments import ASSIGNMENTS
+from attnkit_autograder.lessons.contracts import DTYPE_WORD, RETURNS, docstrings, normal
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = ROOT / "autograder" / "lessons"
 
 
-def normal(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().lower()
-
-
 def released_docstrings(slug: str) -> dict[str, str]:
     """Exercise name -> its docstring(s) in the student notebook, normalised."""
-    notebook = json.loads((ROOT / "assignments" / slug / f"{slug}.ipynb").read_text("utf-8"))
-    found: dict[str, str] = {}
-    for cell in notebook["cells"]:
-        if cell["cell_type"] != "code" or not cell["metadata"].get("nbgrader", {}).get("solution"):
-            continue
-        for node in ast.parse("".join(cell["source"])).body:
-            if isinstance(node, ast.FunctionDef | ast.ClassDef):
-                parts = [ast.get_docstring(node) or ""]
-                if isinstance(node, ast.ClassDef):
-                    parts += [
-                        ast.get_docstring(n) or ""
-                        for n in node.body
-                        if isinstance(n, ast.FunctionDef) and n.name == "forward"
-                    ]
-                found[node.name] = normal(" ".join(parts))
-    return found
+    return docstrings(ROOT / "assignments" / slug / f"{slug}.ipynb")
 
 
 def hidden_tests(slug: str) -> list[tuple[str, list[tuple[str, ...]]]]:
@@ -103,10 +83,6 @@ def test_the_lesson_1_dtype_contracts_are_stated() -> None:
 
 # A dtype clause is a mention of a dtype in what an exercise returns (after "returns" or
 # "->"); what it is given ("mask: ... bool", "x: a float array") is a precondition.
-DTYPE_WORD = re.compile(r"\bdtypes?\b|\bfloat(?:16|32|64)\b|\bbool\b")
-RETURNS = re.compile(r"\breturns\b|->")
-
-
 def dtype_clauses(docstring: str) -> list[tuple[int, str]]:
     """(position, the words around it) of every dtype mention in a normalised docstring's
     returned values."""

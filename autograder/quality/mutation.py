@@ -15,6 +15,11 @@ equivalent*; each lesson's ``mutation.JUDGED`` holds those a human has judged, w
 reason. Every other survivor is a gap in the
 suite.
 
+:mod:`.clause_mutants` adds, per exercise, one mutant for each clause of its contract that
+can be broken without changing a value (an input modified, a dtype, a device, a kept tensor
+left attached): the report lists the clauses each suite checks, and a clause mutant that
+survives is a gap, never equivalent.
+
     python -m attnkit_autograder.quality.mutation [slug ...]
 """
 
@@ -32,6 +37,7 @@ from attnkit_solutions.exercises import declarations, reference_namespace, refer
 
 from ..grading.harness import reference_implementation, run_suite
 from ..lessons.rubric import graded_cells
+from .clause_mutants import clause_mutants
 from .equivalence import agrees, known_equivalent
 from .mutation_operators import Mutant, mutants
 
@@ -46,6 +52,8 @@ class LessonScore:
     """Survivors judged equivalent to the reference (a lesson's ``mutation.JUDGED``), and why."""
     unjudged: list[Mutant] = field(default_factory=list)
     """Survivors that agree with the reference on random inputs, not judged yet."""
+    clauses: list[tuple[Mutant, bool]] = field(default_factory=list)
+    """Each clause mutant, and whether the suite killed it (checks its clause)."""
 
     @property
     def score(self) -> float:
@@ -59,12 +67,15 @@ def mutant_namespace(mutant: Mutant) -> dict[str, Any] | None:
     namespace = reference_namespace(mutant.slug)
     target = namespace[mutant.exercise]
     original = reference_object(mutant.slug, mutant.exercise)
-    globals_ = {**original.__globals__, **namespace}
-    try:
-        exec(compile(mutant.source, f"<mutant {mutant.exercise}>", "exec"), globals_)
-    except Exception:
-        return None
-    function = globals_[original.__name__]
+    if mutant.wrap is not None:  # a clause mutant: the reference's own code, one promise broken
+        function = mutant.wrap(target.forward if inspect.isclass(target) else target)
+    else:
+        globals_ = {**original.__globals__, **namespace}
+        try:
+            exec(compile(mutant.source, f"<mutant {mutant.exercise}>", "exec"), globals_)
+        except Exception:
+            return None
+        function = globals_[original.__name__]
     if inspect.isclass(target):
         namespace[mutant.exercise] = type(mutant.exercise, (target,), {"forward": function})
     else:
@@ -114,14 +125,19 @@ def score_lesson(
     for exercise in exercises(slug):
         if exercise_only not in (None, exercise):
             continue
-        built = {str(i): (m, mutant_namespace(m)) for i, m in enumerate(mutants(slug, exercise))}
+        everyone = [*mutants(slug, exercise), *clause_mutants(slug, exercise)]
+        built = {str(i): (m, mutant_namespace(m)) for i, m in enumerate(everyone)}
         namespaces = {k: ns for k, (_, ns) in built.items() if ns is not None}
         result.generated += len(namespaces)
         dead = killed_mutants(namespaces, slug, exercise, only)
         for key, namespace in namespaces.items():
             mutant = built[key][0]
+            if mutant.clause:
+                result.clauses.append((mutant, key in dead))
             if key in dead:
                 result.killed.append(mutant)
+            elif mutant.clause:  # a broken promise is never equivalent: a gap in the suite
+                result.survived.append(mutant)
             elif (
                 key := (slug, exercise, mutant.statement, mutant.description)
             ) in known_equivalent():
@@ -141,6 +157,14 @@ def report(result: LessonScore) -> str:
         f"{len(result.survived)} survived, {likely} likely equivalent, "
         f"score {result.score:.1%}"
     ]
+    checked = sum(killed for _, killed in result.clauses)
+    lines.append(f"  contract clauses checked: {checked} of {len(result.clauses)}")
+    by_exercise: dict[str, list[str]] = {}
+    for mutant, killed in result.clauses:
+        by_exercise.setdefault(mutant.exercise, []).append(
+            mutant.clause if killed else f"{mutant.clause} (UNCHECKED)"
+        )
+    lines += [f"    {exercise}: {', '.join(names)}" for exercise, names in by_exercise.items()]
     rows = [("SURVIVED", m, "") for m in result.survived]
     rows += [
         ("LIKELY EQUIVALENT", m, " (agrees on random inputs; not judged)") for m in result.unjudged

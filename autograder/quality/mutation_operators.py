@@ -16,8 +16,8 @@ import ast
 import copy
 import inspect
 import textwrap
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from attnkit_solutions.exercises import reference_object
@@ -60,6 +60,12 @@ class Mutant:
     """The whole mutated function."""
     statement: str = ""
     """The first line of the reference's statement that holds the change."""
+    clause: str = ""
+    """For a clause mutant (:mod:`.clause_mutants`): the contract clause it breaks."""
+    wrap: Callable[[Callable[..., Any]], Callable[..., Any]] | None = field(
+        default=None, compare=False
+    )
+    """For a clause mutant: makes the broken definition from the reference's own."""
 
 
 # -- the operators -----------------------------------------------------------------------------

@@ -45,6 +45,11 @@ def same_weights(got: dict, want: dict, what: str = "self.last_weights") -> None
     if kept is None or kept["kind"] == "none":
         raise CheckFailed(f"{what} is not set after a call", "Store the weights after softmax.")
     expect_array(kept, want["kept"]["last_weights"]["array"], what=what, **T)
+    if kept.get("attached") is not False:
+        raise CheckFailed(
+            f"{what} is still on the autograd graph after a call",
+            "Keep a detached copy (weights.detach()): a kept graph holds every activation.",
+        )
 
 
 @grade("test_mha_keeps_weights")
@@ -64,6 +69,7 @@ def test_mha_matches_reference_and_keeps_its_weights(submission, reference, d, h
     got, want = same_module(
         submission, reference, MHA, [d, d, 9, 0.0, heads], [randn(2, tokens, d, seed=d)],
         seed=heads, keep=["last_weights"], init_kwargs={"qkv_bias": bias},
+        grad_output=np.ones((2, tokens, d), dtype=np.float32),  # on the graph: kept detached?
     )  # fmt: skip
     same_weights(got, want)
 
