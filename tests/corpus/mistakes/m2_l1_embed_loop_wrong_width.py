@@ -3,7 +3,7 @@
 def embed_one_hot(token_ids, E):
     ids = np.asarray(token_ids)
     width = E.shape[1]
-    rows = np.zeros(ids.shape + (width,))
+    rows = np.zeros((*ids.shape, width))
     for where in np.ndindex(*ids.shape):
-        rows[where + (ids[where],)] = 1.0
+        rows[(*where, ids[where])] = 1.0
     return rows @ E.T

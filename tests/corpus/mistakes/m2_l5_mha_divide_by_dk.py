@@ -9,8 +9,8 @@ class MultiHeadAttention:
         blocked = blocked.expand(B, self.num_heads, T, T)
         head_weights = []
         for h in range(self.num_heads):
-            q = q_all[:, :, h * hd:(h + 1) * hd]
-            k = k_all[:, :, h * hd:(h + 1) * hd]
+            q = q_all[:, :, h * hd : (h + 1) * hd]
+            k = k_all[:, :, h * hd : (h + 1) * hd]
             s = torch.bmm(q, k.transpose(1, 2)) / hd  # scale the scores by the key width
             s = s.masked_fill(blocked[:, h], -float("inf"))
             w = torch.softmax(s, dim=-1)
@@ -18,5 +18,5 @@ class MultiHeadAttention:
         weights = torch.stack(head_weights, dim=1)
         self.last_weights = weights.detach()
         weights = self.dropout(weights)
-        ctx = [weights[:, h] @ v_all[:, :, h * hd:(h + 1) * hd] for h in range(self.num_heads)]
+        ctx = [weights[:, h] @ v_all[:, :, h * hd : (h + 1) * hd] for h in range(self.num_heads)]
         return self.out_proj(torch.cat(ctx, dim=-1))

@@ -2,7 +2,7 @@
 # expect: MultiHeadAttention=queries_keys_swapped
 class MultiHeadAttention:
     def forward(self, x, padding=None):
-        batch, T = x.shape[0], x.shape[1]
+        T = x.shape[1]
 
         def split_heads(z):
             return z.unflatten(2, (self.num_heads, self.head_dim)).transpose(1, 2)

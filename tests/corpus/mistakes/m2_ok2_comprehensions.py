@@ -3,7 +3,7 @@
 def simple_attention_loop(inputs):
     rows = [torch.stack([torch.dot(a, b) for b in inputs]) for a in inputs]
     weights = softmax(torch.stack(rows), dim=-1)
-    context = torch.stack([sum(w * x for w, x in zip(row, inputs)) for row in weights])
+    context = torch.stack([sum(w * x for w, x in zip(row, inputs, strict=True)) for row in weights])
     return context, weights
 
 

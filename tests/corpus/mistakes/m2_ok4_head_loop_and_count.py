@@ -11,17 +11,22 @@ class MultiHeadAttentionWrapper:
 
 class MultiHeadAttention:
     def forward(self, x):
-        b, t, _ = x.shape
+        _, t, _ = x.shape
         q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
         hd = self.head_dim
-        scores = torch.stack(
-            [q[..., h * hd:(h + 1) * hd] @ k[..., h * hd:(h + 1) * hd].mT
-             for h in range(self.num_heads)],
-            dim=1,
-        ) / hd**0.5
+        scores = (
+            torch.stack(
+                [
+                    q[..., h * hd : (h + 1) * hd] @ k[..., h * hd : (h + 1) * hd].mT
+                    for h in range(self.num_heads)
+                ],
+                dim=1,
+            )
+            / hd**0.5
+        )
         scores = scores.masked_fill(self.mask[:t, :t], float("-inf"))
         weights = self.dropout(F.softmax(scores, dim=-1))
-        parts = [weights[:, h] @ v[..., h * hd:(h + 1) * hd] for h in range(self.num_heads)]
+        parts = [weights[:, h] @ v[..., h * hd : (h + 1) * hd] for h in range(self.num_heads)]
         return self.out_proj(torch.cat(parts, dim=-1))
 
 
