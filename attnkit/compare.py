@@ -228,6 +228,17 @@ def expect_unchanged(before: np.ndarray, after: np.ndarray | None, what: str) ->
         )
 
 
+def expect_detached(kept: dict, what: str) -> None:
+    """A tensor the implementation keeps after its call must be off the autograd graph
+    (its description says ``attached`` only when it is False for certain)."""
+    if kept.get("attached") is not False:
+        raise CheckFailed(
+            f"{what} is still on the autograd graph after a call",
+            "Keep a detached copy (weights.detach()): a kept graph holds every activation "
+            "of the call in memory.",
+        )
+
+
 def _fmt(value: float) -> str:
     return f"{value:.4g}"
 

@@ -81,6 +81,7 @@ def test_the_lesson_1_dtype_contracts_are_stated() -> None:
 
 # -- dtype clauses: each one is checked visibly, before grading, and by the hidden suite -------
 
+
 # A dtype clause is a mention of a dtype in what an exercise returns (after "returns" or
 # "->"); what it is given ("mask: ... bool", "x: a float array") is a precondition.
 def dtype_clauses(docstring: str) -> list[tuple[int, str]]:

@@ -61,3 +61,35 @@ def test_a_weak_suite_lets_mutants_survive() -> None:
     assert weak.score < 1.0
     full = score_lesson("02_self_attention", exercise_only="softmax")
     assert not full.survived and full.generated == weak.generated
+
+
+def test_every_clause_of_every_contract_is_checked_by_its_suite() -> None:
+    """The clauses a mutant can break (an input modified, the result's dtype or device, a
+    kept tensor left attached) are found in the contracts, and each breaks what it says and
+    no value (the suites kill them all: see the test above)."""
+    import numpy as np
+    import torch
+
+    from attnkit_autograder.quality.clause_mutants import clause_mutants
+
+    softmax = {m.clause: m for m in clause_mutants("01_numpy_attention", "softmax")}
+    assert set(softmax) == {"not modified", "dtype"}
+    x = np.array([[1.0, 2.0, 3.0]], dtype=np.float32)
+    reference = mutant_namespace(softmax["dtype"])
+    assert reference is not None
+    flipped = reference["softmax"](x.copy())
+    modifying = mutant_namespace(softmax["not modified"])
+    assert modifying is not None
+    given = x.copy()
+    kept_values = modifying["softmax"](given)
+    assert flipped.dtype == np.float64 and kept_values.dtype == np.float32
+    np.testing.assert_allclose(flipped, kept_values, rtol=1e-6)
+    assert not np.array_equal(given, x)
+
+    layer = {m.clause: m for m in clause_mutants("05_watch_attention_learn", "MultiHeadAttention")}
+    assert {"not modified", "detached", "dtype"} <= set(layer)
+    namespace = mutant_namespace(layer["detached"])
+    assert namespace is not None
+    module = namespace["MultiHeadAttention"](4, 4, 3, 0.0, 2)
+    module(torch.ones(1, 3, 4))
+    assert module.last_weights.requires_grad

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from ..adapters import kit_layer
-from ..compare import CheckFailed, expect_array, expect_kind, expect_shape
+from ..compare import CheckFailed, expect_array, expect_detached, expect_kind, expect_shape
 from ..probe import Probe
 from .dropout import expect_weights_dropout
 from .dtypes import expect_dtype
@@ -64,16 +64,18 @@ def causal(tokens: int) -> np.ndarray:
 @visible(
     SLUG,
     "MultiHeadAttention",
-    "computes lesson 4's attention and keeps its weights",
+    "computes lesson 4's attention and keeps its weights, detached",
     contract=("a float32 tensor [batch, T, d_out]",),
 )
 def mha_keeps_weights(probe: Probe) -> None:
     x = np.random.default_rng(5501).normal(size=(2, 5, 8)).astype(np.float32)
-    result = probe.module(MHA, [x], seed=3, keep=["last_weights"])
+    grad = np.ones((2, 5, 8), dtype=np.float32)  # run with autograd on: is what it keeps detached?
+    result = probe.module(MHA, [x], seed=3, keep=["last_weights"], grad_output=grad)
     out, weights = expected_attention(result["params"], x, 2, causal(5))
     expect_dtype(result["out"], np.float32, kind="tensor")
     expect_array(result["out"], out, kind="tensor")
     expect_array(result["kept"]["last_weights"], weights, kind="tensor", what="self.last_weights")
+    expect_detached(result["kept"]["last_weights"], "self.last_weights")
 
 
 @visible(SLUG, "MultiHeadAttention", "with 4 heads and qkv_bias=True too")

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnkit.compare import CheckFailed, expect_array, expect_kind, expect_unchanged
+from attnkit.compare import (
+    CheckFailed,
+    expect_array,
+    expect_detached,
+    expect_kind,
+    expect_unchanged,
+)
 from attnkit.selfcheck.dropout import (
     expect_dropout_rate,
     expect_dropped_weights,
@@ -45,11 +51,7 @@ def same_weights(got: dict, want: dict, what: str = "self.last_weights") -> None
     if kept is None or kept["kind"] == "none":
         raise CheckFailed(f"{what} is not set after a call", "Store the weights after softmax.")
     expect_array(kept, want["kept"]["last_weights"]["array"], what=what, **T)
-    if kept.get("attached") is not False:
-        raise CheckFailed(
-            f"{what} is still on the autograd graph after a call",
-            "Keep a detached copy (weights.detach()): a kept graph holds every activation.",
-        )
+    expect_detached(kept, what)
 
 
 @grade("test_mha_keeps_weights")
@@ -299,3 +301,5 @@ def test_permutation_gap_matches_reference(submission, reference, layer) -> None
     want = reference.probe("permutation_gap").with_layer(layer, x, perm, seed=3)
     expect_kind(got["out"], "number", "what permutation_gap returns")
     expect_array(got["out"], want["out"]["array"], what="the gap", atol=1e-5, rtol=1e-3)
+    for name, before, after in zip(("x", "perm"), (x, perm), got["inputs_after"], strict=False):
+        expect_unchanged(before, after, name)
