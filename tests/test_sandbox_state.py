@@ -13,11 +13,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -26,7 +24,6 @@ import pytest
 
 from attnkit.notebook_code import Cell
 from attnkit_autograder.grading.options import GradeOptions
-from attnkit_autograder.sandbox import user as sandbox_user
 from attnkit_autograder.sandbox import zygote as sandbox
 from attnkit_autograder.sandbox.errors import SubmissionError, WorkerCrashed
 from attnkit_autograder.sandbox.isolation import IsolatedSubmission, Limits
@@ -405,99 +402,6 @@ def test_a_submission_whose_worker_is_killed_from_outside_is_regraded(tmp_path: 
     assert killed, "no worker was seen to kill"
     assert record["status"] == "graded" and record["score"] == 14.0, record.get("tests")
     assert "killed by SIGKILL from outside the sandbox" in record["run"]["regraded"]
-
-
-# -- --sandbox-user ----------------------------------------------------------------------------
-
-
-def a_user() -> str:
-    if os.geteuid() != 0:
-        pytest.skip("--sandbox-user needs root")
-    for name in ("attnkit-ci", "nobody"):
-        try:
-            import pwd
-
-            pwd.getpwnam(name)
-            return name
-        except KeyError:
-            continue
-    pytest.skip("no unprivileged user on this machine")
-
-
-def test_sandbox_user_refuses_what_that_user_can_read() -> None:
-    user = a_user()
-    top = Path(tempfile.mkdtemp(dir="/tmp"))  # pytest's tmp_path is private to root
-    try:
-        private, shared = top / "private", top / "shared"
-        private.mkdir(mode=0o700)
-        (private / "grades.json").write_text("{}")
-        shared.mkdir(mode=0o755)
-        (shared / "alice.ipynb").write_text("{}")
-        os.chmod(top, 0o755)
-        os.chmod(shared / "alice.ipynb", 0o644)
-        assert sandbox_user.readable_below(user, str(private)) == []
-        readable = sandbox_user.readable_below(user, str(shared))
-        assert readable == [str(shared), str(shared / "alice.ipynb")]
-        with pytest.raises(sandbox.SandboxUnavailable) as refused:
-            sandbox_user.check_sandbox_user(user, (str(private), str(shared)))
-        # Whichever comes first names its path: a Python the user cannot run, the
-        # references (world-readable in a checkout), or the shared folder.
-        assert str(refused.value).startswith(f"--sandbox-user {user}: that user can")
-        assert " /" in str(refused.value)
-    finally:
-        shutil.rmtree(top)
-
-
-def test_sandbox_user_names_a_python_that_user_cannot_read() -> None:
-    user = a_user()
-    interpreter = sandbox.python_paths()[0]
-    if sandbox_user.paths_where(user, sandbox_user.CANNOT_USE, [interpreter]) == []:
-        pytest.skip("this Python is readable by every user")
-    with pytest.raises(sandbox.SandboxUnavailable) as refused:
-        sandbox_user.check_sandbox_user(user)
-    assert f"cannot read {interpreter}" in str(refused.value)
-
-
-def test_the_grade_command_refuses_sandbox_user_with_parallel_graders(tmp_path: Path) -> None:
-    user = a_user()
-    (tmp_path / "subs").mkdir()
-    (tmp_path / "subs" / "ann_02_self_attention.ipynb").write_text(json.dumps({"cells": []}))
-    command = [sys.executable, "-m", "attnkit.cli", "grade", str(tmp_path / "subs")]
-    command += ["--out", str(tmp_path / "out"), "--sandbox-user", user, "--jobs", "2"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert done.returncode != 0
-    assert "--jobs 1" in done.stderr, done.stderr[-2000:]
-    assert "Traceback" not in done.stderr
-
-
-def test_sandbox_user_workers_see_only_the_public_packages_and_signal_no_one() -> None:
-    user = a_user()
-    try:
-        sandbox_user.check_sandbox_user(user)
-    except sandbox.SandboxUnavailable as refused:
-        pytest.skip(f"this installation cannot run --sandbox-user: {refused}")
-    probe = (
-        "import importlib, os, sys\n"
-        "REACHED = []\n"
-        "for name in ('attnkit_solutions', 'attnkit_autograder', 'autograder', 'solutions'):\n"
-        "    try:\n"
-        "        importlib.import_module(name)\n"
-        "        REACHED.append(name)\n"
-        "    except ImportError:\n"
-        "        pass\n"
-        "REACHED += [p for p in sys.path for n in os.listdir(p) if n.startswith('__editable__')]\n"
-        "for pid in {1, os.getppid()} - {os.getpid()}:\n"
-        "    try:\n"
-        "        os.kill(pid, 0)\n"
-        "        REACHED.append(f'signal {pid}')\n"
-        "    except OSError:\n"
-        "        pass\n"
-        "def probe():\n"
-        "    if REACHED:\n"
-        "        raise RuntimeError(' '.join(REACHED))\n"
-        "    return 0"
-    )
-    assert graded(probe, sandbox=sandbox.SandboxSettings(user=user)) == 0
 
 
 HUGE_PAGES = """

@@ -452,7 +452,9 @@ def test_run_autograder_grades_as_the_gradescope_user(tmp_path, monkeypatch) -> 
         return {"status": "graded", "score": 1.0, "tests": []}
 
     monkeypatch.setattr(gradescope, "graded_under_watch", graded_under_watch)
-    monkeypatch.setattr(gradescope, "sandbox_for_gradescope", pipeline.GradeSettings)
+    monkeypatch.setattr(
+        gradescope, "sandbox_for_gradescope", lambda options, root: pipeline.GradeSettings(options)
+    )
     (tmp_path / "source").mkdir()
     secret = secret_file(tmp_path / "source", VALUE)
     (tmp_path / "submission").mkdir()

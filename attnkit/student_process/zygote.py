@@ -139,29 +139,8 @@ def _reap(endings: dict[int, dict[str, Any]], by_sandbox: bool) -> bool:
         endings.setdefault(pid, _ending(pid, status, usage, by_sandbox))
 
 
-SHARED_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
-"""Folders every user may write: under --sandbox-user (no namespaces) a submission's files
-there would reach the next submission (and fill memory, for /dev/shm)."""
-
-
-def _empty_own(scratch: str) -> None:
-    """As a user of its own (--sandbox-user): remove what this user owns in the folders every
-    user may write, but the zygote's own scratch folder (emptied apart)."""
-    me = os.getuid()
-    for folder in SHARED_SCRATCH:
-        with contextlib.suppress(OSError):
-            for entry in os.listdir(folder):
-                path = os.path.join(folder, entry)
-                with contextlib.suppress(OSError):
-                    if path != scratch and os.lstat(path).st_uid == me:
-                        if os.path.isdir(path) and not os.path.islink(path):
-                            shutil.rmtree(path, ignore_errors=True)
-                        else:
-                            os.unlink(path)
-
-
 def reset(
-    scratch: str, children: dict[int, int], grace: float = 0.0, own_user: bool = False
+    scratch: str, children: dict[int, int], grace: float = 0.0
 ) -> list[dict[str, Any]]:
     """Kill every worker, reap them, and empty the scratch folder (and /dev/shm). Returns
     how each worker forked since the last reset ended, with its CPU limit (``cpu_limit``).
@@ -169,9 +148,10 @@ def reset(
     A worker that had already ended (or ends within ``grace`` seconds: the grader saw its
     pipes close) is reported as it ended; the rest are killed here, ``by_sandbox``.
     As PID 1 of the sandbox's namespace, ``kill(-1)`` reaches every other process in it,
-    whatever a worker did to hide one; as a user of its own (``own_user``), every other
-    process of that user. Without a sandbox (``--no-sandbox``, trusted code) only the
-    workers this zygote forked are killed.
+    whatever a worker did to hide one. Elsewhere (``--sandbox-user``, ``--no-sandbox``) the
+    workers this zygote forked are killed (a worker cannot fork: seccomp); under
+    ``--sandbox-user`` the grader then ends whatever else of that user it started and
+    empties every place the user can write (``attnkit_autograder.sandbox.user``).
     """
     sandboxed = os.getpid() == 1
     endings: dict[int, dict[str, Any]] = {}
@@ -180,7 +160,7 @@ def reset(
         if time.monotonic() >= deadline:
             break
         time.sleep(0.005)
-    targets = [-1] if sandboxed or own_user else sorted(set(children) - set(endings))
+    targets = [-1] if sandboxed else sorted(set(children) - set(endings))
     for target in targets:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(target, signal.SIGKILL)
@@ -195,8 +175,6 @@ def reset(
         {**endings[pid], "cpu_limit": limit} for pid, limit in children.items() if pid in endings
     ]
     children.clear()
-    if own_user:
-        _empty_own(scratch)
     for folder in SCRATCH_MOUNTS if sandboxed else (scratch,):
         try:
             _empty(folder)
@@ -232,7 +210,7 @@ def answer_reset(
     request: dict[str, Any], scratch: str, children: dict[int, int], own_user: bool
 ) -> dict[str, Any]:
     grace = request.get("grace", 0.0)
-    ended = reset(scratch, children, grace if isinstance(grace, float) else 0.0, own_user)
+    ended = reset(scratch, children, grace if isinstance(grace, float) else 0.0)
     if _HugePages.spawned >= HUGE_PAGES_AFTER and not _HugePages.done:
         # No worker is alive now: nothing the collapse moves is still shared with one.
         into_huge_pages()
@@ -318,7 +296,7 @@ def zygote(
     set_not_dumpable()
     # What the imports above left in /tmp (IPython's and matplotlib's folders) goes, so the
     # first worker starts from the same state as every worker after a reset.
-    reset(scratch, children, own_user=own_user)
+    reset(scratch, children)
     control = socket.socket(fileno=control_fd)
     unreset = unreset_mounts() if os.getpid() == 1 else []
     if unreset:

@@ -51,6 +51,9 @@ class GradeRequest:
     """Grade only this slice of the class, into OUT/shard-I-of-N."""
     secret: CourseSecret | None = None
     """The course secret, when ``options.seed_per_student`` holds its digest."""
+    instructor_files: tuple[Path, ...] = ()
+    """The instructor's files the command line named (a late policy, a gradebook, the course
+    secret): a sandbox user must be unable to read them, as SUBMISSIONS and OUT."""
 
 
 @dataclass(frozen=True)
@@ -116,9 +119,8 @@ def choose_isolation(request: GradeRequest, settings: GradeSettings) -> int:
         # students' files, OUT and the course secret from a submission: refuse to start
         # unless they do.
         secret = [request.secret.path] if request.secret and request.secret.path else []
-        sandbox_user.check_sandbox_user(
-            options.sandbox_user, (request.submissions, request.out, *secret)
-        )
+        private = (request.submissions, request.out, *secret, *request.instructor_files)
+        sandbox_user.claim(options.sandbox_user, private)
         print(f"sandbox: {sandbox.level_of(settings.sandbox_settings())}")
         return 1
     else:

@@ -241,6 +241,10 @@ def regrade_request(
         jobs=jobs,
         shard=shard,
         secret=secret,
+        # The regraded run's OUT (the old results) is private too, as is the gradebook.
+        instructor_files=tuple(
+            Path(p) for p in (options.gradebook, out.parent) if isinstance(p, str | Path)
+        ),
     )
 
 

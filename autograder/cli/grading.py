@@ -63,6 +63,7 @@ def run_grade(args: argparse.Namespace) -> int:
         force=args.force,
         shard=shard,
         secret=secret,
+        instructor_files=options.instructor_files(args),
     )
     run = grade(request)
     if run.complete:

@@ -48,7 +48,7 @@ def add_grade_options(parser: argparse.ArgumentParser, names: tuple[str, ...] = 
                 help=f"{help_text} (default {default:g})",
             )
         else:
-            kind = Path if spec.name in ("late_policy", "gradebook") else str
+            kind = Path if spec.metadata["path"] else str
             parser.add_argument(flag(spec), type=kind, metavar=metavar, help=help_text)
 
 
@@ -96,6 +96,14 @@ def secret_of(args: argparse.Namespace) -> CourseSecret | None:
             )
         return None
     return read_secret(args.course_secret, os.environ)
+
+
+def instructor_files(args: argparse.Namespace) -> tuple[Path, ...]:
+    """The files and folders of the instructor's that the command line names (every option
+    declared a ``path``, and the course secret): what a sandbox user must not read."""
+    named = [getattr(args, s.name, None) for s in grading_options.fields() if s.metadata["path"]]
+    named.append(getattr(args, "course_secret", None))
+    return tuple(Path(value) for value in named if isinstance(value, str | Path))
 
 
 def options_of(args: argparse.Namespace, secret: CourseSecret | None = None) -> GradeOptions:

@@ -31,17 +31,20 @@ def about(
     stamp: bool = False,
     metavar: str | None = None,
     passed_on: bool = True,
+    path: bool = False,
 ) -> dict[str, Any]:
     """What a field of :class:`GradeOptions` declares besides its default: ``bounds`` is the
     range a number must lie in, ``stamp`` whether a result graded with another value is not
     current, ``passed_on`` whether a Slurm task or Gradescope's grader is given it
-    (isolation is not: each machine chooses its own)."""
+    (isolation is not: each machine chooses its own), ``path`` whether the command line
+    takes a file or folder of the instructor's (never readable by a sandbox user)."""
     return {
         "help": help,
         "bounds": bounds,
         "stamp": stamp,
         "metavar": metavar,
         "passed_on": passed_on,
+        "path": path,
     }
 
 
@@ -104,6 +107,7 @@ class GradeOptions:
             "also write the grades into this nbgrader course's gradebook (automatic when "
             "SUBMISSIONS is a course or its submitted/ folder)",
             metavar="COURSE",
+            path=True,
         ),
     )
     late_policy: dict[str, Any] | None = field(
@@ -112,6 +116,7 @@ class GradeOptions:
             "apply this late policy (deadlines, extensions, a penalty per day): grades.json keeps "
             "the raw and the final score, and why",
             metavar="POLICY.toml",
+            path=True,
         ),
     )
     seed_per_student: str | None = field(

@@ -106,8 +106,10 @@ ATTNKIT_DATA_DIR="$SOURCE/data" "$VENV/bin/attnkit" data
 # code as this separate unprivileged user instead. Nothing of the kit's hidden parts may be
 # readable to it: the source folder (references, hidden suites) and the installed copies of
 # the instructor packages. The lesson text is public: a readable copy for the lessons' cells.
+# An account of its own (not a system account: the kit refuses those), owning nothing;
+# everything it makes is removed after each student.
 if ! id attnkit-student >/dev/null 2>&1; then
-  useradd --system --no-create-home --shell /usr/sbin/nologin attnkit-student 2>/dev/null \
+  useradd --no-create-home --shell /usr/sbin/nologin attnkit-student 2>/dev/null \\
     || echo "setup.sh: could not create the user attnkit-student" >&2
 fi
 chmod 700 "$SOURCE"
@@ -280,7 +282,8 @@ def grade_for_gradescope(
     from ..grading.per_student import CourseSecret, CourseSecretError, from_file
 
     started = time.monotonic()
-    settings, student = sandbox_for_gradescope(graded_with or GradeOptions()), "submission"
+    settings = sandbox_for_gradescope(graded_with or GradeOptions(), root)
+    student = "submission"
     if per_student:
         try:
             secret = CourseSecret(from_file(root / "source" / SECRET_NAME))
@@ -321,16 +324,23 @@ def graded_under_watch(submission: Any, settings: Any) -> Any:
 GRADESCOPE_USER = "attnkit-student"
 
 
-def sandbox_for_gradescope(graded_with: GradeOptions) -> Any:
+def sandbox_for_gradescope(graded_with: GradeOptions, root: Path) -> Any:
     """bubblewrap where the container allows it; else the separate unprivileged user that
-    setup.sh created. Never no isolation: if neither works, grading fails loudly."""
+    setup.sh created, claimed as ``attnkit grade --sandbox-user`` claims it (the account
+    checked, what it can write found, and the kit's source and the results folder proved
+    unreadable to it). Never no isolation: if neither works, grading fails loudly."""
     from ..grading.pipeline import GradeSettings
     from ..sandbox.layout import SandboxSettings, SandboxUnavailable
+    from ..sandbox.user import claim
     from ..sandbox.zygote import check_sandbox
 
     try:
         check_sandbox(SandboxSettings())
     except SandboxUnavailable:
+        try:
+            claim(GRADESCOPE_USER, (root / "source", root / "results"))
+        except SandboxUnavailable as refused:
+            raise GraderFault(str(refused)) from None
         return GradeSettings(replace(graded_with, sandbox_user=GRADESCOPE_USER))
     return GradeSettings(graded_with)
 

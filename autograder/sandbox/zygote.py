@@ -49,7 +49,13 @@ from .layout import (
     python_paths,
     site_dirs,
 )
-from .user import check_sandbox_user, end_everything_of, public_path, setpriv_prefix
+from .user import (
+    SandboxAccount,
+    account_of,
+    check_sandbox_user,
+    public_path,
+    setpriv_prefix,
+)
 
 START_TIMEOUT = 120.0
 SHARE_TIMEOUT = 90.0
@@ -130,6 +136,8 @@ class Zygote:
         self.control.settimeout(CONTROL_TIMEOUT)
         self._scratch: str | None = None
         self._public: str | None = None
+        self._account: SandboxAccount | None = None
+        """--sandbox-user's account: what it can write is emptied after every student."""
         self.offered: set[str] = set()
         """Released cells sent to the zygote to compute once (see :meth:`share`)."""
         command = self._command(settings, theirs.fileno())
@@ -178,9 +186,12 @@ class Zygote:
         if settings.enabled and not settings.user:
             return bwrap_command(settings, control_fd)
         if settings.user:
-            # Whatever an earlier submission left as that user (a process that escaped
-            # its session, files in /tmp) ends before the sandbox starts.
-            end_everything_of(settings.user)
+            # Whatever an earlier sandbox of this run left as that user (a process, files
+            # anywhere it can write) ends before this one starts.
+            self._account = account_of(settings.user)
+            check_sandbox_user(settings.user)
+            self._account.end_processes()
+            self._account.empty()
         self._scratch = tempfile.mkdtemp(prefix="attnkit-scratch-")
         interpreter, search = python_paths()
         search[0] = os.path.dirname(package_dir("attnkit"))
@@ -195,7 +206,6 @@ class Zygote:
         )
         command = [interpreter, "-I", "-S", "-c", bootstrap]
         if settings.user:
-            check_sandbox_user(settings.user)
             command = [*setpriv_prefix(settings.user), *command]
             import pwd
 
@@ -287,6 +297,11 @@ class Zygote:
             raise SandboxDied(f"the sandbox is gone ({exc})") from None
         if answer.get("clean") is not True:
             raise SandboxDied("the sandbox did not confirm its reset")
+        if self._account is not None:
+            # The zygote ended its workers and emptied its scratch folder; the account may
+            # have written elsewhere too: every place it can write is emptied from here.
+            self._account.end_processes(spare=(self.process.pid,))
+            self._account.empty(keep=(self._scratch or "",))
         ended = answer.get("ended")
         return (
             [WorkerEnd.parse(e) for e in ended if isinstance(e, dict)]
@@ -326,9 +341,10 @@ class Zygote:
         for folder in (self._scratch, self._public):
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)
-        if self.settings.user:
-            with contextlib.suppress(SandboxUnavailable, OSError, subprocess.SubprocessError):
-                end_everything_of(self.settings.user)
+        if self._account is not None:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                self._account.end_processes()
+                self._account.empty()
 
 
 def level_of(settings: SandboxSettings) -> str:
