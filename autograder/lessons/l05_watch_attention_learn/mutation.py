@@ -20,12 +20,6 @@ JUDGED: list[tuple[str, str, tuple[str, ...], str]] = [
     ),
     (
         "MultiHeadAttention",
-        "self.last_weights = weights.detach()",
-        ("weights.detach() -> weights",),
-        "detaching changes no value, only whether the stored weights keep the graph alive",
-    ),
-    (
-        "MultiHeadAttention",
         "blocked = blocked | padding",
         ("blocked | padding -> padding | blocked",),
         "| is symmetric",
