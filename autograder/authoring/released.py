@@ -9,6 +9,7 @@ released notebooks. ``assignments/`` in the repository is exactly that output, a
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.errors import KitError
+from attnkit.setup_cell import install_cell
 
 from ..lessons.rubric import source_notebook
 
@@ -55,13 +57,26 @@ def generate_assignments(root: Path, slugs: list[str]) -> None:
 
 
 def write_course_skeleton(root: Path, slugs: list[str]) -> None:
-    """An nbgrader course at ``root`` whose source/ holds the kit's source notebooks."""
+    """An nbgrader course at ``root`` whose source/ holds the kit's source notebooks, each
+    beginning with the install cell (see :func:`with_install_cell`)."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(root)))
     for slug in slugs:
         target = root / "source" / slug
         target.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source_notebook(slug), target / f"{slug}.ipynb")
+        notebook = json.loads(source_notebook(slug).read_text(encoding="utf-8"))
+        (target / f"{slug}.ipynb").write_text(
+            json.dumps(with_install_cell(notebook, slug), indent=1, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
+
+
+def with_install_cell(notebook: dict, slug: str) -> dict:
+    """``notebook`` beginning with the locked install cell of ``slug`` (attnkit.setup_cell):
+    the generation adds it, so every released notebook, a lesson added later's too, has it."""
+    cell = install_cell(ASSIGNMENTS[slug].framework)
+    cells = [c for c in notebook["cells"] if c.get("id") != cell["id"]]
+    return {**notebook, "cells": [cell, *cells]}
 
 
 def scripts_on_path() -> dict[str, str]:
