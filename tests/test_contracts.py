@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from attnkit.assignments import ASSIGNMENTS
+from attnkit_autograder.authoring.released import released_path
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = ROOT / "autograder" / "lessons"
@@ -28,7 +29,7 @@ def normal(text: str) -> str:
 
 def released_docstrings(slug: str) -> dict[str, str]:
     """Exercise name -> its docstring(s) in the student notebook, normalised."""
-    notebook = json.loads((ROOT / "assignments" / slug / f"{slug}.ipynb").read_text("utf-8"))
+    notebook = json.loads(released_path(slug, ROOT / "assignments").read_text("utf-8"))
     found: dict[str, str] = {}
     for cell in notebook["cells"]:
         if cell["cell_type"] != "code" or not cell["metadata"].get("nbgrader", {}).get("solution"):

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnkit.notebook_code import NotebookError, _nesting_depth, load_notebook, read_cells
+from attnkit_autograder.authoring.released import released_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -165,7 +166,7 @@ def test_the_nesting_walk_visits_only_what_matters_and_agrees(text: str) -> None
 
 
 def test_the_nesting_of_a_real_notebook_and_of_escaped_quotes() -> None:
-    notebook = (ROOT / "assignments" / "02_self_attention" / "02_self_attention.ipynb").read_text()
+    notebook = released_path("02_self_attention", ROOT / "assignments").read_text()
     assert _nesting_depth(notebook) == _depth_by_every_character(notebook) > 2
     assert _nesting_depth('["\\\\", ["\\"[[["]]') == 2
 

@@ -13,6 +13,7 @@ import pytest
 from markdown_commands import commands, is_server, jupyter_env, run, serve_briefly
 
 from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.authoring.released import released_path
 from attnkit_autograder.grading.catalogue import load_mistakes
 from attnkit_autograder.platforms.bundle import secret_lines, secrets_in
 
@@ -99,7 +100,7 @@ def test_bundle_readme_commands_work_as_written(bundle: Path, tmp_path: Path) ->
         assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
     attnkit = str(home / ".venv/bin/attnkit")
 
-    untouched = ROOT / "assignments" / "01_numpy_attention" / "01_numpy_attention.ipynb"
+    untouched = released_path("01_numpy_attention", ROOT / "assignments")
     stubs = subprocess.run(
         [attnkit, "check", "--notebook", str(untouched)],
         cwd=home,
