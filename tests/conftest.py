@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 # The README's test command runs one pytest worker per core (`-n auto`). Each process, and
@@ -10,10 +12,19 @@ from pathlib import Path
 # spinning thread pools would otherwise fight each other for the same cores.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+# Every lesson.check and attnkit check adds to the learner's progress record
+# (attnkit.progress): the kit's own thousands of checks go to a throwaway one, in this
+# process and every process it starts, never to the developer's.
+os.environ["ATTNKIT_PROGRESS"] = os.path.join(tempfile.mkdtemp(prefix="attnkit-test-"), "p.jsonl")
+
 import pytest
 import torch
 
 from attnkit.book import BOOK_INPUTS
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(Path(os.environ["ATTNKIT_PROGRESS"]).parent, ignore_errors=True)
 
 
 @pytest.fixture

@@ -280,11 +280,10 @@ def rung_where(slug: str, exercise: str, results: list[Outcome], obj: Any) -> li
 def rung_reference(slug: str, exercise: str, failed: int) -> tuple[list[str], bool]:
     """The reference rung's lines, and whether the reference was shown."""
     if failed < REFERENCE_AFTER:
-        more = REFERENCE_AFTER - failed
         return [
             f"The reference answer opens once {exercise} has failed its checks "
-            f"{REFERENCE_AFTER} times ({failed} so far: {more} more to go). Try the hints "
-            "above first: run lesson.hint again to see them from the start."
+            f"{REFERENCE_AFTER} times ({failed} so far). Work with the hints above, check "
+            "again, and ask for this hint once more."
         ], False
     found = reference_answer(slug, exercise)
     if found is None:
@@ -329,9 +328,24 @@ def climb(
     if number < last:
         tail = [f"(lesson.hint({exercise}) again for {RUNGS[number]})"]
     elif not with_reference:
-        tail = [
-            "That is the last hint here: this installation has no reference answers "
-            "(a course's student bundle holds none). Ask your instructors, or try a small "
-            "input by hand and compare with what your code prints."
-        ]
-    return ladder, "\n".join([head, *("  " + line if line else "" for line in body), *tail])
+        tail = textwrap.wrap(
+            "That is the last hint here: this installation has no reference answers (a "
+            "course's student bundle holds none). Ask your instructors, or work a small "
+            "input by hand and compare with what your code prints.",
+            WIDTH + 2,
+        )
+    return ladder, "\n".join([head, *indented(body), *tail])
+
+
+WIDTH = 88
+
+
+def indented(body: list[str]) -> list[str]:
+    """A rung's lines, indented under its head: prose wrapped, code and quotes as they are."""
+    lines = []
+    for line in body:
+        if not line.strip() or line.startswith(" "):
+            lines.append("  " + line if line.strip() else "")
+        else:
+            lines += textwrap.wrap(line, WIDTH, initial_indent="  ", subsequent_indent="  ")
+    return lines

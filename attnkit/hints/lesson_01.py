@@ -105,7 +105,7 @@ MISTAKES = {
             "very numbers you divide, the exponentials."
         ),
         look="Look at the denominator: what it sums.",
-        site=("call:sum",),
+        site=("call:sum", "call:reduce"),
     ),
     ("softmax", "global_max"): MistakeHints(
         idea=(

@@ -110,7 +110,7 @@ MISTAKES = {
             "by their sum: raw scores can be negative, and then no longer make an average."
         ),
         look="Look at how you turn a row of scores into weights: what you divide by.",
-        site=("call:sum",),
+        site=("call:sum", "call:reduce"),
     ),
     ("simple_attention_loop", "loop_off_by_one"): MistakeHints(
         idea=(
