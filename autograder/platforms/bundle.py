@@ -123,11 +123,17 @@ raises `NotImplementedError`; its docstring says exactly what it must do. Fill i
 its cell, then run the `lesson.check(...)` cell below it: it tells you what passes, what
 fails, and often which classic mistake you made.
 
-From a terminal, the same checks for a whole notebook:
+Stuck? `lesson.hint(softmax)` (with the exercise you are on) gives a hint from the last
+check, one rung at a time: what the check saw, the idea behind the exercise, and where to
+look in your code. This bundle holds no reference answers: the third hint is the last.
+
+From a terminal, the same checks for a whole notebook, and what you have done so far (also
+written as a chart in `attnkit-progress.html`; the record stays on your machine):
 
 ```bash
 .venv/bin/attnkit check 1          # or 2 to {last}; looks in notebooks/
 .venv/bin/attnkit check --notebook notebooks/02_self_attention.ipynb
+.venv/bin/attnkit progress
 ```
 
 These are visible checks only: your grade comes from hidden tests, run by your
