@@ -61,11 +61,15 @@ import importlib.util, os, pathlib, subprocess, sys
 if not all(importlib.util.find_spec(name) for name in ({modules})):
     wheels = sorted(pathlib.Path(os.environ.get("ATTNKIT_WHEELS", ".")).glob("attention_kit-*.whl"))
     kit = str(wheels[-1]) if wheels else "git+{repository_url()}@{BRANCH}"
+    print(f"Installing attention-kit from {{kit}}: a minute or two.")
     pip = [sys.executable, "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, "--no-deps", kit], check=True)
-    subprocess.run([*pip, {listed}], check=True)
-    importlib.invalidate_caches()
-    subprocess.run([sys.executable, "-m", "attnkit", "data"])"""
+    needs = [{listed}]
+    for step in ([*pip, "--no-deps", kit], [*pip, *needs], [sys.executable, "-m", "attnkit", "data"]):
+        done = subprocess.run(step, capture_output=True, text=True)
+        print(done.stdout + done.stderr, end="")
+        if done.returncode and step[-1] != "data":
+            raise SystemExit("The installation failed: see above.")
+    importlib.invalidate_caches()"""
 
 
 def install_cell(framework: str) -> dict:
