@@ -62,7 +62,7 @@ if not all(importlib.util.find_spec(name) for name in ({modules})):
     wheels = sorted(pathlib.Path(os.environ.get("ATTNKIT_WHEELS", ".")).glob("attention_kit-*.whl"))
     kit = str(wheels[-1]) if wheels else "git+{repository_url()}@{BRANCH}"
     print(f"Installing attention-kit from {{kit}}: a minute or two.")
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-warn-conflicts"]
     needs = [{listed}]
     for step in ([*pip, "--no-deps", kit], [*pip, *needs], [sys.executable, "-m", "attnkit", "data"]):
         done = subprocess.run(step, capture_output=True, text=True)
