@@ -90,6 +90,8 @@ def test_every_exercise_and_catalogued_mistake_of_lessons_1_and_2_has_its_words(
 
     for slug in ASSIGNMENTS:
         exercises, mistakes = texts(slug)
+        if not exercises and slug[:2] > "05":
+            continue  # a lesson added later: its ladder uses the contract's words until written
         assert set(exercises) == {e.name for e in ASSIGNMENTS[slug].exercises}, slug
         for (exercise, _), words in mistakes.items():
             assert exercise in exercises and words.idea and words.look
