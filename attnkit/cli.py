@@ -287,6 +287,15 @@ def build_parser(extensions: bool = True) -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=cmd_check)
 
+    add_learner_commands(commands)
+
+    for extension in command_extensions() if extensions else ():
+        extension(commands)
+    return parser
+
+
+def add_learner_commands(commands: Any) -> None:
+    """The self-learner's commands: start, progress and lab."""
     start = commands.add_parser(
         "start",
         help="copy a lesson into work/ to work on",
@@ -321,10 +330,6 @@ def build_parser(extensions: bool = True) -> argparse.ArgumentParser:
     )
     lab.add_argument("lab_args", nargs=argparse.REMAINDER, metavar="ARG", help="for jupyter lab")
     lab.set_defaults(handler=cmd_lab)
-
-    for extension in command_extensions() if extensions else ():
-        extension(commands)
-    return parser
 
 
 COMMANDS_GROUP = "attnkit.commands"

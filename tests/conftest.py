@@ -62,6 +62,7 @@ def chromium_flags(profile: str, window: str = "1200,1500") -> list[str]:
 # running one alone at the end; without workers, the fast tests run first.
 LONGEST_FIRST = (
     "test_readme.py",
+    "test_wheel_install.py",
     "test_fairness.py",
     "test_shards.py",
     "test_slurm.py",
@@ -77,6 +78,8 @@ LONGEST_FIRST = (
     "test_similarity.py",
     "test_diagnosis.py",
     "test_diagnosis_corpus.py",
+    "test_hint_ladder.py",
+    "test_learner_browser.py",
 )
 SPREAD = ("test_readme.py",)
 
