@@ -363,7 +363,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     # A student command never loads the instructor's: `attnkit check` starts in a blink.
     parser = build_parser(extensions=not (words and words[0] in PUBLIC_COMMANDS))
-    args = parser.parse_args(words)
+    args, unknown = parser.parse_known_args(words)
+    if getattr(args, "command", None) == "lab":
+        # Everything after `lab` is JupyterLab's, options included (argparse would take them).
+        args.lab_args = words[words.index("lab") + 1 :]
+    elif unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

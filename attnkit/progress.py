@@ -329,6 +329,11 @@ def strip(entries: list[Entry]) -> str:
     return f'<svg width="{len(shown) * (size + gap)}" height="{size}">{"".join(squares)}</svg>'
 
 
+def state_class(status: str) -> str:
+    """How an exercise's state is coloured: passed green, failed red, the rest grey."""
+    return {"passed": "passed", "failed": "left"}.get(status, "muted")
+
+
 def render_html(lessons: list[LessonProgress], warnings: list[str]) -> str:
     legend = "".join(
         f'<span style="background:{COLOURS[k]}"></span>{label}'
@@ -356,7 +361,7 @@ def render_html(lessons: list[LessonProgress], warnings: list[str]) -> str:
         )
         rows = "".join(
             f"<tr><td><code>{html.escape(name)}</code></td>"
-            f'<td class="{"passed" if lesson.status(name) == "passed" else "left"}">'
+            f'<td class="{state_class(lesson.status(name))}">'
             f"{html.escape(lesson.status(name))}</td>"
             f"<td>{strip(lesson.history.get(name, []))}</td></tr>"
             for name in lesson.exercises

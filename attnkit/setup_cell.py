@@ -56,7 +56,7 @@ def install_cell_source(framework: str) -> str:
     needs = [*LEARNER_REQUIREMENTS, *([TORCH_REQUIREMENT] if framework == "torch" else [])]
     listed = ", ".join(f'"{requirement}"' for requirement in needs)
     return f"""\
-# Set-up: installs attention-kit where it is missing (Colab, a bare Jupyter); else does nothing.
+#@title Set-up: installs attention-kit where it is missing (Colab, a bare Jupyter); else nothing
 import importlib.util, os, pathlib, subprocess, sys
 if not all(importlib.util.find_spec(name) for name in ({modules})):
     wheels = sorted(pathlib.Path(os.environ.get("ATTNKIT_WHEELS", ".")).glob("attention_kit-*.whl"))
@@ -64,22 +64,26 @@ if not all(importlib.util.find_spec(name) for name in ({modules})):
     print(f"Installing attention-kit from {{kit}}: a minute or two.")
     pip = [sys.executable, "-m", "pip", "install", "-q", "--no-warn-conflicts"]
     needs = [{listed}]
-    for step in ([*pip, "--no-deps", kit], [*pip, *needs], [sys.executable, "-m", "attnkit", "data"]):
+    data = [sys.executable, "-m", "attnkit", "data"]
+    for step in ([*pip, "--no-deps", kit], [*pip, *needs], data):
         done = subprocess.run(step, capture_output=True, text=True)
         print(done.stdout + done.stderr, end="")
-        if done.returncode and step[-1] != "data":
+        if done.returncode and step is not data:
             raise SystemExit("The installation failed: see above.")
     importlib.invalidate_caches()"""
 
 
 def install_cell(framework: str) -> dict:
     """The install cell as a source-notebook cell: locked, so nbgrader records its checksum
-    and makes it read-only in the released notebook."""
+    and makes it read-only in the released notebook, and folded, so a learner sees one line."""
     return {
         "cell_type": "code",
         "execution_count": None,
         "id": CELL_ID,
         "metadata": {
+            # Shown folded: Colab shows the title line as a form, JupyterLab hides the code.
+            "cellView": "form",
+            "jupyter": {"source_hidden": True},
             "nbgrader": {
                 "grade": False,
                 "grade_id": GRADE_ID,
@@ -87,7 +91,7 @@ def install_cell(framework: str) -> dict:
                 "schema_version": 3,
                 "solution": False,
                 "task": False,
-            }
+            },
         },
         "outputs": [],
         "source": install_cell_source(framework).splitlines(keepends=True),
