@@ -72,4 +72,94 @@ EXERCISES = {
     ),
 }
 
-MISTAKES: dict[tuple[str, str], MistakeHints] = {}
+# No line is pointed at in this lesson: its mistakes' lines are not yet checked by hand
+# against a corpus (the precision rule), so its words say where to look.
+MISTAKES: dict[tuple[str, str], MistakeHints] = {
+    ("MultiHeadAttention", "weights_not_kept"): MistakeHints(
+        idea=(
+            "The lesson draws what each head looks at, so the layer keeps the weights of "
+            "its last call (detached) on itself."
+        ),
+        look="Look at what you do with the weights right after softmax.",
+    ),
+    ("MultiHeadAttention", "padding_ignored"): MistakeHints(
+        idea=(
+            "A key is blocked when it is in the future or is padding: the two masks combine"
+            " with a logical or."
+        ),
+        look="Look at the mask you apply to the scores: does the padding mask reach it?",
+    ),
+    ("MultiHeadAttention", "nan_for_blocked_rows"): MistakeHints(
+        idea=(
+            "A query that may see no key has a row of -inf scores, and softmax of that is "
+            "0/0. Such a row gets zero weights instead."
+        ),
+        look="Look at what happens after softmax to a row that was fully blocked.",
+    ),
+    ("TinyTransformer", "no_positions"): MistakeHints(
+        idea=(
+            "Attention alone treats the tokens as a set: each position 0..T-1 has its own "
+            "learned vector, added to the token's."
+        ),
+        look="Look at where the embeddings are made: is the position embedding added?",
+    ),
+    ("TinyTransformer", "no_residual"): MistakeHints(
+        idea=(
+            "A residual block adds what the layer computed to what came in; it does not replace it."
+        ),
+        look="Look at what each block returns.",
+    ),
+    ("train_step", "gradients_not_cleared"): MistakeHints(
+        idea=(
+            "backward() adds to the gradients already there: clear them before computing "
+            "new ones, or each step also applies the old ones."
+        ),
+        look="Look at the order of the steps: where are the gradients cleared?",
+    ),
+    ("train_step", "summed_loss"): MistakeHints(
+        idea=(
+            "Averaging the cross-entropy over every position keeps the loss and the step "
+            "size independent of the batch and the length."
+        ),
+        look="Look at how the loss is reduced over the positions.",
+    ),
+    ("diagonal_score", "above_the_diagonal"): MistakeHints(
+        idea=(
+            "The key offset steps back from query i is i - offset: below the diagonal, in "
+            "the past a causal head may see."
+        ),
+        look="Look at which entries you read: i - offset or i + offset.",
+    ),
+    ("first_token_score", "counts_query_zero"): MistakeHints(
+        idea=(
+            "Query 0 can see only token 0, so it always gives it full weight and says "
+            "nothing about the head: start from query 1."
+        ),
+        look="Look at which queries you average over.",
+    ),
+    ("induction_score", "previous_occurrence"): MistakeHints(
+        idea=(
+            "An induction head attends to the token after the previous occurrence, i - "
+            "period + 1, which predicts what comes next."
+        ),
+        look="Look at the key index you read for each query.",
+    ),
+    ("padding_causal_mask", "right_padding"): MistakeHints(
+        idea=(
+            "Left padding puts the real tokens at the end: the first num_tokens - "
+            "lengths[b] positions are padding."
+        ),
+        look="Look at which positions your mask treats as padding.",
+    ),
+    ("softmax_jacobian_norm", "no_outer_product"): MistakeHints(
+        idea=(
+            "J = diag(s) - s s^T: raising one score raises its own weight and lowers all "
+            "the others, and both parts count."
+        ),
+        look="Look at how you build the Jacobian.",
+    ),
+    ("permutation_gap", "mean_not_max"): MistakeHints(
+        idea=("The gap is the worst case, the largest absolute difference, not the average one."),
+        look="Look at how you reduce the differences to one number.",
+    ),
+}
