@@ -156,7 +156,8 @@ class Lesson:
             self.last[name],
             self.definitions.get(name),
             failed,
-            hints.references_installed(),
+            # Never while nbgrader validates or grades: the reference is for the learner.
+            hints.references_installed() and progress.recording(),
         )
         print(text)
 
