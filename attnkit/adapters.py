@@ -451,46 +451,65 @@ def validate_result(adapter: str, result: Any) -> dict[str, Any]:
         and all(isinstance(k, str) and 0 < len(k) <= 120 for k in reached)
     ):
         raise MalformedResult("kernels_reached is not a list of kernel names")
-    if adapter == "call_function":
-        _check_description(result.get("out"))
-        _check_inputs_after(result.get("inputs_after"))
-    elif adapter == "run_module":
-        _check_description(result.get("out"))
-        _check_arrays(result.get("params"), "params")
-        _check_arrays(result.get("buffers"), "buffers")
-        _check_arrays(result.get("grads"), "grads", allow_none=True)
-        _check_inputs_after(result.get("inputs_after"))
-        kept = result.get("kept", {})
-        if not isinstance(kept, dict) or not all(isinstance(k, str) for k in kept):
-            raise MalformedResult("kept is not a mapping of names to outputs")
-        for item in kept.values():
-            _check_description(item)
-    elif adapter == "train_step":
-        _check_description(result.get("out"))
-        _check_arrays(result.get("params"), "params")
-        _check_inputs_after(result.get("inputs_after"))
-    elif adapter == "layer_property":
-        _check_description(result.get("out"))
-        _check_inputs_after(result.get("inputs_after"))
-    elif adapter == "transfer_weights":
-        if "raised" in result:
-            if result["raised"] is not None and not isinstance(result["raised"], str):
-                raise MalformedResult("raised is not an exception name")
-            kinds = result.get("raised_as")
-            if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
-                raise MalformedResult("raised_as is not a list of exception names")
-        else:
-            _check_arrays(result.get("v1"), "v1")
-            _check_arrays(result.get("v2"), "v2")
-            if not isinstance(result.get("returned_v1"), bool):
-                raise MalformedResult("returned_v1 is not a boolean")
-    elif adapter == "parameter_shapes":
-        shapes = result.get("shapes")
-        if not isinstance(shapes, dict) or not all(
-            isinstance(s, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in s)
-            for s in shapes.values()
-        ):
-            raise MalformedResult("shapes is not a mapping of names to integer lists")
-    else:
+    check = REPLIES.get(adapter)
+    if check is None:
         raise MalformedResult(f"unknown adapter {adapter!r}")
+    check(result)
     return result
+
+
+def _call_reply(result: dict[str, Any]) -> None:
+    """call_function's and layer_property's: a description and the inputs after the call."""
+    _check_description(result.get("out"))
+    _check_inputs_after(result.get("inputs_after"))
+
+
+def _module_reply(result: dict[str, Any]) -> None:
+    _call_reply(result)
+    _check_arrays(result.get("params"), "params")
+    _check_arrays(result.get("buffers"), "buffers")
+    _check_arrays(result.get("grads"), "grads", allow_none=True)
+    kept = result.get("kept", {})
+    if not isinstance(kept, dict) or not all(isinstance(k, str) for k in kept):
+        raise MalformedResult("kept is not a mapping of names to outputs")
+    for item in kept.values():
+        _check_description(item)
+
+
+def _step_reply(result: dict[str, Any]) -> None:
+    _call_reply(result)
+    _check_arrays(result.get("params"), "params")
+
+
+def _transfer_reply(result: dict[str, Any]) -> None:
+    if "raised" in result:
+        if result["raised"] is not None and not isinstance(result["raised"], str):
+            raise MalformedResult("raised is not an exception name")
+        kinds = result.get("raised_as")
+        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+            raise MalformedResult("raised_as is not a list of exception names")
+    else:
+        _check_arrays(result.get("v1"), "v1")
+        _check_arrays(result.get("v2"), "v2")
+        if not isinstance(result.get("returned_v1"), bool):
+            raise MalformedResult("returned_v1 is not a boolean")
+
+
+def _shapes_reply(result: dict[str, Any]) -> None:
+    shapes = result.get("shapes")
+    if not isinstance(shapes, dict) or not all(
+        isinstance(s, list) and all(isinstance(n, int) and not isinstance(n, bool) for n in s)
+        for s in shapes.values()
+    ):
+        raise MalformedResult("shapes is not a mapping of names to integer lists")
+
+
+REPLIES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "call_function": _call_reply,
+    "layer_property": _call_reply,
+    "run_module": _module_reply,
+    "train_step": _step_reply,
+    "transfer_weights": _transfer_reply,
+    "parameter_shapes": _shapes_reply,
+}
+"""Each adapter's check of the rest of its reply (see :func:`validate_result`)."""

@@ -39,12 +39,16 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def find_notebooks(slugs: list[str], root: Path) -> list[tuple[str, Path]]:
-    """A student's notebooks: here, in a folder per assignment, in notebooks/ (where the
-    student bundle puts them), or under assignments/ (a clone of the kit)."""
+    """A student's notebooks: here, in work/ (where ``attnkit start`` copies a lesson), in a
+    folder per assignment, in notebooks/ (where the student bundle puts them), or under
+    assignments/ (a clone of the kit)."""
+    from .workspace import WORK
+
     found = []
     for slug in slugs:
         for candidate in (
             root / f"{slug}.ipynb",
+            root / WORK / f"{slug}.ipynb",
             root / slug / f"{slug}.ipynb",
             root / "notebooks" / f"{slug}.ipynb",
             root / "assignments" / slug / f"{slug}.ipynb",
@@ -103,6 +107,13 @@ def check_targets(args: argparse.Namespace) -> list[tuple[str, Path]]:
     from .assignments import ASSIGNMENTS
 
     if args.notebook is not None:
+        if not args.notebook.is_file():
+            what = "is not a file" if args.notebook.exists() else "does not exist"
+            raise KitError(
+                f"{args.notebook} {what}.",
+                "Pass the path of your notebook, or copy a lesson to work on with "
+                "`attnkit start N` and check it with `attnkit check N`.",
+            )
         if args.assignment:
             slug = resolve_assignment(args.assignment)
         else:
@@ -137,14 +148,21 @@ def check_targets(args: argparse.Namespace) -> list[tuple[str, Path]]:
 def check_notebook(slug: str, path: Path, timeout: float) -> bool:
     """Run ``path`` as Jupyter would, then the visible checks of every exercise of
     ``slug``; print the table and the notes. Whether every check passed."""
+    import importlib.util
     import io
 
+    from . import progress
     from .assignments import ASSIGNMENTS
     from .implementation import LocalImplementation
-    from .notebook_code import load_notebook
+    from .notebook_run import load_notebook
     from .selfcheck import run_exercise
     from .selfcheck.report import exercise_status, render_table
 
+    if ASSIGNMENTS[slug].framework == "torch" and importlib.util.find_spec("torch") is None:
+        from .notebook import needs_torch
+
+        print(f"{ASSIGNMENTS[slug].title}: {path}\n  {needs_torch(slug)}\n")
+        return False
     rows = []
     all_passed = True
     where = path.resolve()  # before the working folder changes
@@ -162,6 +180,9 @@ def check_notebook(slug: str, path: Path, timeout: float) -> bool:
     for note in run.notes:
         print(f"note: {note}")
     print()
+    warning = progress.append(progress.entries_of(slug, rows, "attnkit check"))
+    if warning:
+        print(f"attnkit check: {warning}", file=sys.stderr)
     return all_passed
 
 
@@ -171,7 +192,57 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if all(outcomes) else 1
 
 
-PUBLIC_COMMANDS = ("data", "check")
+def cmd_start(args: argparse.Namespace) -> int:
+    """Copy a lesson into work/ to work on (a copy already there is kept)."""
+    from .workspace import start_lesson
+
+    slug = resolve_assignment(args.assignment)
+    path, copied = start_lesson(slug, Path.cwd())
+    shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+    if copied:
+        print(f"copied lesson {slug} to {shown}: work in this copy.")
+    else:
+        print(f"{shown} is already there: your work in it is kept.")
+    print(f"open it:   attnkit lab {shown}")
+    print(f"check it:  attnkit check {slug[:2].lstrip('0')}")
+    return 0
+
+
+def cmd_progress(args: argparse.Namespace) -> int:
+    """Print what the record of your checks adds up to, and write it as an HTML page."""
+    from . import progress
+
+    entries, warnings = progress.read()
+    for warning in warnings:
+        print(f"attnkit progress: warning: {warning}", file=sys.stderr)
+    lessons = progress.summarise(entries)
+    print(progress.render_text(lessons), end="")
+    try:
+        args.html.parent.mkdir(parents=True, exist_ok=True)
+        args.html.write_text(progress.render_html(lessons, warnings), encoding="utf-8")
+    except OSError as exc:
+        raise KitError(f"cannot write {args.html} ({exc.strerror or exc}).") from None
+    print(f"\nwrote {args.html} (the same, as a chart); the record is {progress.record_path()}")
+    return 0
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    """Start JupyterLab for working on the lessons, without nbgrader's instructor tools."""
+    from .workspace import learner_jupyter_config
+
+    config = learner_jupyter_config()
+    paths = [
+        str(config),
+        *filter(None, os.environ.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep)),
+    ]
+    env = {**os.environ, "JUPYTER_CONFIG_PATH": os.pathsep.join(paths)}
+    command = [sys.executable, "-m", "jupyter", "lab", *args.lab_args]
+    sys.stdout.flush()
+    os.execve(sys.executable, command, env)
+    return 0  # not reached: JupyterLab replaces this process
+
+
+PUBLIC_COMMANDS = ("data", "check", "start", "progress", "lab")
 """The student commands, which this package defines itself."""
 
 
@@ -216,9 +287,49 @@ def build_parser(extensions: bool = True) -> argparse.ArgumentParser:
     )
     check.set_defaults(handler=cmd_check)
 
+    add_learner_commands(commands)
+
     for extension in command_extensions() if extensions else ():
         extension(commands)
     return parser
+
+
+def add_learner_commands(commands: Any) -> None:
+    """The self-learner's commands: start, progress and lab."""
+    start = commands.add_parser(
+        "start",
+        help="copy a lesson into work/ to work on",
+        description="Copy lesson N's released notebook into work/, where you work on it and "
+        "where `attnkit check N` finds it first. A copy already there is kept, never replaced.",
+    )
+    start.add_argument("assignment", help="assignment number or name, e.g. 1 or 01_numpy_attention")
+    start.set_defaults(handler=cmd_start)
+
+    progress = commands.add_parser(
+        "progress",
+        help="what you have done so far, from the record of your checks",
+        description="Per lesson: what passes, what is left, the classic mistakes met and "
+        "fixed, from the record lesson.check and attnkit check keep on this machine "
+        "(never your code; nothing is sent anywhere). Also writes it as an HTML page.",
+    )
+    progress.add_argument(
+        "--html",
+        type=Path,
+        default=Path("attnkit-progress.html"),
+        metavar="PATH",
+        help="where to write the HTML page (default: attnkit-progress.html)",
+    )
+    progress.set_defaults(handler=cmd_progress)
+
+    lab = commands.add_parser(
+        "lab",
+        help="start JupyterLab for the lessons, without nbgrader's instructor tools",
+        description="Start JupyterLab (arguments are passed on to `jupyter lab`) with "
+        "nbgrader's instructor menus hidden: its formgrader, course list, assignment list "
+        "and create-assignment tools. Its Validate button stays.",
+    )
+    lab.add_argument("lab_args", nargs=argparse.REMAINDER, metavar="ARG", help="for jupyter lab")
+    lab.set_defaults(handler=cmd_lab)
 
 
 COMMANDS_GROUP = "attnkit.commands"
@@ -252,7 +363,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     # A student command never loads the instructor's: `attnkit check` starts in a blink.
     parser = build_parser(extensions=not (words and words[0] in PUBLIC_COMMANDS))
-    args = parser.parse_args(words)
+    args, unknown = parser.parse_known_args(words)
+    if getattr(args, "command", None) == "lab":
+        # Everything after `lab` is JupyterLab's, options included (argparse would take them).
+        args.lab_args = words[words.index("lab") + 1 :]
+    elif unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()

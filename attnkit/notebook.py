@@ -4,8 +4,12 @@
     lesson = Lesson("01_numpy_attention")
     ...
     lesson.check(softmax)          # after an exercise: prints what passed, what failed, hints
+    lesson.hint(softmax)           # stuck: the next rung of the hint ladder (attnkit.hints)
     with lesson.demo():            # around demo code that calls an exercise
         print(softmax(scores))
+
+Each check is added to the learner's progress record (attnkit.progress; ``attnkit progress``
+shows it).
 
 Neither ever raises for an exercise that is not done yet: a fresh notebook runs top to
 bottom and prints one short line per unfinished exercise instead of a traceback.
@@ -14,6 +18,7 @@ bottom and prints one short line per unfinished exercise instead of a traceback.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import inspect
 import io
 import os
@@ -23,10 +28,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from . import progress
 from .assignments import get_assignment
 from .implementation import LocalImplementation
+from .outcome import Outcome
 from .selfcheck import run_exercise
 from .selfcheck.report import NOT_A_GRADE, exercise_status, render_exercise
+
+
+def needs_torch(slug: str) -> str:
+    """What a lesson that needs PyTorch says where it is not installed."""
+    from .setup_cell import TORCH_REQUIREMENT
+
+    return (
+        f"{slug} needs PyTorch, which is not installed here. Run the notebook's first cell "
+        f'(it installs what is missing), or: pip install "{TORCH_REQUIREMENT}". '
+        "Lesson 1 needs NumPy only."
+    )
 
 
 class SelfCheckFailed(Exception):
@@ -49,6 +67,16 @@ class Lesson:
 
     def __init__(self, slug: str) -> None:
         self.assignment = get_assignment(slug)
+        self.last: dict[str, list[Outcome]] = {}
+        """Each exercise's results at its last check, for the hint ladder."""
+        self.definitions: dict[str, Any] = {}
+        self.failed: dict[str, int] = {}
+        """Checks of each exercise that failed in this session."""
+        self.ladders: dict[str, Any] = {}
+        self.checked: str | None = None
+        """The exercise checked last."""
+        if self.assignment.framework == "torch" and importlib.util.find_spec("torch") is None:
+            print(needs_torch(self.assignment.slug))
 
     def check(self, exercise: Any, namespace: dict[str, Any] | None = None) -> None:
         """Run the visible checks of one exercise and print the outcome.
@@ -78,10 +106,60 @@ class Lesson:
             results = run_exercise(LocalImplementation(namespace), self.assignment.slug, name)
         print(render_exercise(name, results))
         status = exercise_status(results)
+        self.remember(name, results, namespace.get(name))
         if status == "passed":
             print(NOT_A_GRADE)
         elif validating():
             raise SelfCheckFailed(f"{name}: {status}")
+        elif status == "failed":
+            print(f"(stuck? lesson.hint({name}) gives a hint, one rung at a time)")
+
+    def remember(self, name: str, results: list[Outcome], definition: Any) -> None:
+        """Keep a check's results for the hint ladder, and add them to the progress record."""
+        self.last[name], self.definitions[name], self.checked = results, definition, name
+        if exercise_status(results) == "failed":
+            self.failed[name] = self.failed.get(name, 0) + 1
+        entries = progress.entries_of(self.assignment.slug, [(name, results)], "notebook")
+        warning = progress.append(entries)
+        if warning:
+            print(f"(note: {warning})")
+
+    def hint(self, exercise: Any = None) -> None:
+        """Print the next rung of ``exercise``'s hint ladder (the exercise checked last when
+        left out), from the outcome of its last ``lesson.check``: what the check saw, the
+        idea, where to look, and, after several failed checks, the reference answer (see
+        :mod:`attnkit.hints`)."""
+        from . import hints
+
+        if exercise is None:
+            name = self.checked
+        else:
+            caller = inspect.currentframe().f_back
+            namespace = dict(caller.f_globals) if caller is not None else {}
+            name = self.exercise_name(exercise, namespace)
+        if name is None or name not in {e.name for e in self.assignment.exercises}:
+            names = ", ".join(e.name for e in self.assignment.exercises)
+            print(f"hint() needs an exercise of this lesson or its name, e.g. one of: {names}")
+            return
+        if name not in self.last:
+            print(f"Run lesson.check({name}) first: the hints start from what it sees.")
+            return
+        entries, _ = progress.read()
+        failed = max(
+            self.failed.get(name, 0),
+            progress.failed_since_passing(entries, self.assignment.slug, name),
+        )
+        self.ladders[name], text = hints.climb(
+            self.ladders.get(name),
+            self.assignment.slug,
+            name,
+            self.last[name],
+            self.definitions.get(name),
+            failed,
+            # Never while nbgrader validates or grades: the reference is for the learner.
+            hints.references_installed() and progress.recording(),
+        )
+        print(text)
 
     def exercise_name(self, exercise: Any, namespace: dict[str, Any]) -> str | None:
         """The exercise that ``exercise`` answers: its name, or the name it is bound to.

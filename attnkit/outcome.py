@@ -32,6 +32,8 @@ class Outcome:
     message: str = ""
     hint: str | None = None
     diagnosis: str | None = None
-    """The classic mistake the failure matches, if any."""
+    """The classic mistake the failure matches, if any (its title)."""
     grade_id: str = ""
     """The graded cell a hidden test counts for (hidden tests only)."""
+    mistake: str | None = None
+    """The id of the classic mistake named in ``diagnosis`` (the self-check's only)."""

@@ -14,16 +14,34 @@ One module per idea, in teaching order:
 These are instructor material: they never ship in the student bundle.
 """
 
-from .causal_attention import CausalAttention
-from .multihead_attention import (
-    MultiHeadAttention,
-    MultiHeadAttentionWrapper,
-    gpt2_attention_parameters,
-    wrapper_d_out,
-)
-from .scaled_dot_product import ScaledDotProductAttention, apply_causal_mask, causal_mask
-from .self_attention import SelfAttention_v1, SelfAttention_v2, copy_v2_weights_into_v1
-from .simple_attention import simple_attention_loop, simple_attention_matrix, softmax
+import importlib
+from typing import Any
+
+# Each name is imported from its module when first asked for: importing one module of the
+# package (the hint ladder's lesson-1 reference, say) then never loads PyTorch.
+_HOMES = {
+    "CausalAttention": "causal_attention",
+    "MultiHeadAttention": "multihead_attention",
+    "MultiHeadAttentionWrapper": "multihead_attention",
+    "gpt2_attention_parameters": "multihead_attention",
+    "wrapper_d_out": "multihead_attention",
+    "ScaledDotProductAttention": "scaled_dot_product",
+    "apply_causal_mask": "scaled_dot_product",
+    "causal_mask": "scaled_dot_product",
+    "SelfAttention_v1": "self_attention",
+    "SelfAttention_v2": "self_attention",
+    "copy_v2_weights_into_v1": "self_attention",
+    "simple_attention_loop": "simple_attention",
+    "simple_attention_matrix": "simple_attention",
+    "softmax": "simple_attention",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
+
 
 __all__ = [
     "CausalAttention",

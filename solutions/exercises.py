@@ -14,8 +14,11 @@ these declarations, in the order the source notebooks give the exercises.
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import pkgutil
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -106,3 +109,46 @@ def reference_namespace(slug: str) -> dict[str, Any]:
         module = _module(module_name)
         namespace.update({n: getattr(module, n) for n in module.__all__})
     return namespace
+
+
+def reference_answer(slug: str, exercise: str) -> dict[str, str] | None:
+    """The reference answer to ``exercise`` for the hint ladder's last rung (the entry point
+    ``attnkit.references`` names this): its body as it would fill the stub, and its
+    docstring without the contract, which the stub already states. Only the lesson's own
+    modules are imported, so lesson 1's answer is found without PyTorch."""
+    for module_name in ASSIGNMENT_MODULES.get(slug, ()):
+        _module(module_name)
+    found = DECLARED.get((slug, exercise)) or declarations().get((slug, exercise))
+    if found is None:
+        return None
+    module_name, qualname = found.target.split(":")
+    target: Any = _module(module_name)
+    owner: Any = None
+    for part in qualname.split("."):
+        owner, target = target, getattr(target, part)
+    source = textwrap.dedent(inspect.getsource(target))
+    function = ast.parse(source).body[0]
+    assert isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+    body = function.body
+    if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    lines = source.splitlines()
+    code = textwrap.dedent("\n".join(lines[body[0].lineno - 1 : body[-1].end_lineno]))
+    doc = target.__doc__ or (owner.__doc__ if inspect.isclass(owner) else None) or ""
+    return {"code": code, "explanation": without_contract(inspect.cleandoc(doc))}
+
+
+def without_contract(doc: str) -> str:
+    """A docstring without its ``Contract:`` paragraph (and the lines indented under it)."""
+    kept, skipping = [], False
+    for line in doc.splitlines():
+        if line.startswith("Contract:"):
+            skipping = True
+            continue
+        if skipping and (line.startswith((" ", "\t")) or (line.strip() and not kept)):
+            continue
+        if skipping and not line.strip():
+            skipping = False
+            continue
+        kept.append(line)
+    return "\n".join(kept).strip()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 # The README's test command runs one pytest worker per core (`-n auto`). Each process, and
@@ -10,10 +12,19 @@ from pathlib import Path
 # spinning thread pools would otherwise fight each other for the same cores.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+# Every lesson.check and attnkit check adds to the learner's progress record
+# (attnkit.progress): the kit's own thousands of checks go to a throwaway one, in this
+# process and every process it starts, never to the developer's.
+os.environ["ATTNKIT_PROGRESS"] = os.path.join(tempfile.mkdtemp(prefix="attnkit-test-"), "p.jsonl")
+
 import pytest
 import torch
 
 from attnkit.book import BOOK_INPUTS
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(Path(os.environ["ATTNKIT_PROGRESS"]).parent, ignore_errors=True)
 
 
 @pytest.fixture
@@ -51,6 +62,7 @@ def chromium_flags(profile: str, window: str = "1200,1500") -> list[str]:
 # running one alone at the end; without workers, the fast tests run first.
 LONGEST_FIRST = (
     "test_readme.py",
+    "test_wheel_install.py",
     "test_fairness.py",
     "test_shards.py",
     "test_slurm.py",
@@ -66,6 +78,8 @@ LONGEST_FIRST = (
     "test_similarity.py",
     "test_diagnosis.py",
     "test_diagnosis_corpus.py",
+    "test_hint_ladder.py",
+    "test_learner_browser.py",
 )
 SPREAD = ("test_readme.py",)
 

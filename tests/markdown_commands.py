@@ -2,7 +2,7 @@
 
 Used by the tests of the kit's README and of the student bundle's README, so that every
 command a reader is told to type is typed by a test. A command that starts a server
-(``jupyter lab``) is started, waited on until it serves, and stopped.
+(``jupyter lab``, ``attnkit lab``) is started, waited on until it serves, and stopped.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 FENCE = re.compile(r"^```bash\n(.*?)^```", re.S | re.M)
-SERVERS = ("jupyter lab",)
+SERVERS = ("jupyter lab", "attnkit lab")
 
 
 def bash_blocks(markdown: str) -> list[str]:

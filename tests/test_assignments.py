@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,12 +18,18 @@ from attnkit_autograder.authoring.corpus import (
     released_notebook,
     write_notebook,
 )
+from attnkit_autograder.authoring.released import released_path
 from attnkit_autograder.grading.harness import reference_implementation, run_suite
 from attnkit_autograder.lessons.rubric import load_rubric, source_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS_DIR = ROOT / "assignments"
 SLUGS = list(ASSIGNMENTS)
+
+
+def released(slug: str) -> Path:
+    """The lesson as released (as committed, whatever the working tree's copy holds)."""
+    return released_path(slug, ASSIGNMENTS_DIR)
 
 
 def cells(path: Path) -> list[dict]:
@@ -32,19 +40,19 @@ def cells(path: Path) -> list[dict]:
 def test_released_notebooks_are_exactly_what_nbgrader_generates() -> None:
     from attnkit_autograder.authoring.released import released_differences
 
-    assert released_differences(ASSIGNMENTS_DIR) == []
+    with tempfile.TemporaryDirectory() as tmp:
+        for slug in SLUGS:  # the committed notebooks, whatever the working tree holds
+            (Path(tmp) / slug).mkdir()
+            shutil.copyfile(released(slug), Path(tmp) / slug / f"{slug}.ipynb")
+        assert released_differences(Path(tmp)) == []
 
 
 @pytest.mark.parametrize("slug", SLUGS)
 def test_released_notebooks_hold_no_solution_or_hidden_test(slug: str) -> None:
-    text = (ASSIGNMENTS_DIR / slug / f"{slug}.ipynb").read_text(encoding="utf-8")
+    text = released(slug).read_text(encoding="utf-8")
     for secret in ("BEGIN SOLUTION", "attnkit_solutions", "HIDDEN TESTS", "run_hidden_tests"):
         assert secret not in text, secret
-    stubs = [
-        c
-        for c in cells(ASSIGNMENTS_DIR / slug / f"{slug}.ipynb")
-        if c["metadata"].get("nbgrader", {}).get("solution")
-    ]
+    stubs = [c for c in cells(released(slug)) if c["metadata"].get("nbgrader", {}).get("solution")]
     assert len(stubs) == len(ASSIGNMENTS[slug].exercises)
     for stub in stubs:
         source = "".join(stub["source"])
@@ -52,10 +60,7 @@ def test_released_notebooks_hold_no_solution_or_hidden_test(slug: str) -> None:
 
 
 def test_design_card_names_exist_as_stubs() -> None:
-    sources = {
-        slug: "".join("".join(c["source"]) for c in cells(ASSIGNMENTS_DIR / slug / f"{slug}.ipynb"))
-        for slug in SLUGS
-    }
+    sources = {slug: "".join("".join(c["source"]) for c in cells(released(slug))) for slug in SLUGS}
     assert "def softmax(" in sources["01_numpy_attention"]
     assert "def scale_scores(" in sources["01_numpy_attention"]
     assert "def causal_mask(" in sources["03_causal_attention"]
@@ -106,7 +111,7 @@ def test_check_passes_notebooks_filled_with_the_references(slug, tmp_path, capsy
 
 @pytest.mark.parametrize("slug", SLUGS)
 def test_check_reports_stubs_as_not_implemented(slug, capsys) -> None:
-    code, out = run_check(ASSIGNMENTS_DIR / slug / f"{slug}.ipynb", capsys)
+    code, out = run_check(released(slug), capsys)
     assert code == 1
     for exercise in ASSIGNMENTS[slug].exercises:
         assert row_status(out, exercise.name) == "not implemented", out

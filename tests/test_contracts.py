@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from attnkit.assignments import ASSIGNMENTS
+from attnkit_autograder.authoring.released import released_path
 from attnkit_autograder.lessons.contracts import DTYPE_WORD, RETURNS, docstrings, normal
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +24,7 @@ LESSONS = ROOT / "autograder" / "lessons"
 
 def released_docstrings(slug: str) -> dict[str, str]:
     """Exercise name -> its docstring(s) in the student notebook, normalised."""
-    return docstrings(ROOT / "assignments" / slug / f"{slug}.ipynb")
+    return docstrings(released_path(slug, ROOT / "assignments"))
 
 
 def hidden_tests(slug: str) -> list[tuple[str, list[tuple[str, ...]]]]:

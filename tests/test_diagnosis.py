@@ -11,7 +11,7 @@ import pytest
 
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.implementation import LocalImplementation
-from attnkit.notebook_code import load_definitions
+from attnkit.notebook_run import load_definitions
 from attnkit.selfcheck import run_exercise
 from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
 from attnkit_autograder.classes.discovery import discover

@@ -33,7 +33,7 @@ from attnkit.diagnosis import (
     quiet,
 )
 from attnkit.implementation import LocalImplementation
-from attnkit.notebook_code import load_definitions
+from attnkit.notebook_run import load_definitions
 from attnkit.selfcheck import run_exercise
 from attnkit_autograder.authoring.corpus import (
     CorpusCase,

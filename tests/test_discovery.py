@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from attnkit_autograder.authoring.released import released_path
 from attnkit_autograder.classes import results
 from attnkit_autograder.classes.discovery import discover
 from attnkit_autograder.classes.results import (
@@ -29,7 +30,7 @@ from attnkit_autograder.grading.submission import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK = ROOT / "assignments" / "02_self_attention" / "02_self_attention.ipynb"
+NOTEBOOK = released_path("02_self_attention", ROOT / "assignments")
 SLUG = "02_self_attention"
 
 

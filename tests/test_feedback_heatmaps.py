@@ -18,7 +18,7 @@ import pytest
 
 from attnkit.diagnosis import quiet
 from attnkit.implementation import LocalImplementation
-from attnkit.notebook_code import load_definitions
+from attnkit.notebook_run import load_definitions
 from attnkit_autograder.authoring.corpus import case_notebook, read_case, write_notebook
 from attnkit_autograder.classes.feedback import render_heatmaps
 from attnkit_autograder.grading.harness import reference_implementation

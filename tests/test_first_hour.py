@@ -87,7 +87,8 @@ def test_the_readme_is_short_with_contents_and_its_links_resolve() -> None:
     """A page an instructor can scan: every section is in the contents line, the design
     material lives in docs/, and every link to a file or a heading lands somewhere."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert len(readme.splitlines()) < 400
+    # 430: the self-learner's "start here", a Colab link per lesson, sits in the first screen.
+    assert len(readme.splitlines()) < 430
     sections = [line[3:] for line in readme.splitlines() if line.startswith("## ")]
     contents = next(p for p in readme.split("\n\n") if p.startswith("**Contents:**"))
     for section in sections:
@@ -106,6 +107,21 @@ def test_the_readme_is_short_with_contents_and_its_links_resolve() -> None:
                     if line.startswith("#")
                 ]
                 assert fragment in headings, f"{page.name}: {target}#{fragment}"
+
+
+def test_a_self_learner_finds_start_here_in_the_first_screen() -> None:
+    """The first screen (40 lines) holds the "start here" heading and lesson 1's Colab link,
+    and its local route is the main command's install (which CI runs in a fresh clone)."""
+    from attnkit.setup_cell import colab_url
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_screen = "\n".join(readme.splitlines()[:40])
+    assert "## Start here: learning on your own" in first_screen
+    assert colab_url("01_numpy_attention") in first_screen
+    study = readme.split("<!-- self-study-command -->", 1)[1].split("```bash\n", 1)[1]
+    install = study.split("```", 1)[0].strip()
+    main = readme.split("<!-- main-command -->", 1)[1].split("```bash\n", 1)[1]
+    assert main.split("```", 1)[0].strip().startswith(install + " && ")
 
 
 def test_the_readme_self_check_sample_is_what_the_check_prints(capsys) -> None:
@@ -230,7 +246,8 @@ def test_messages_say_what_happened_in_plain_words(tmp_path: Path) -> None:
     import numpy as np
 
     from attnkit.compare import CheckFailed, expect_array
-    from attnkit.notebook_code import CellOutcome, NotebookError, read_cells
+    from attnkit.notebook_code import NotebookError, read_cells
+    from attnkit.notebook_run import CellOutcome
 
     path = tmp_path / "damaged.ipynb"
     path.write_text('{"cells": [{"source": "unterminated')

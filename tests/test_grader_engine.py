@@ -15,6 +15,7 @@ import pytest
 
 from attnkit.student_process.wire import WireError, decode, encode
 from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.authoring.released import released_path
 from attnkit_autograder.classes.discovery import discover
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +62,7 @@ def test_wire_rejects_malformed_or_dangerous_messages(message: bytes) -> None:
 
 
 def test_discovery_reads_all_three_layouts(tmp_path: Path) -> None:
-    nb = (ROOT / "assignments" / "02_self_attention" / "02_self_attention.ipynb").read_bytes()
+    nb = released_path("02_self_attention", ROOT / "assignments").read_bytes()
     nbgrader = tmp_path / "course" / "submitted"
     (nbgrader / "ann" / "02_self_attention").mkdir(parents=True)
     (nbgrader / "ann" / "02_self_attention" / "02_self_attention.ipynb").write_bytes(nb)

@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from conftest import chromium_flags
 
+from attnkit_autograder.authoring.released import released_path
+
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts"
 SLUG = "01_numpy_attention"
@@ -50,7 +52,7 @@ def status(url: str) -> int:
 def lab(tmp_path: Path):
     work = tmp_path / "student"
     work.mkdir()
-    shutil.copyfile(ROOT / "assignments" / SLUG / f"{SLUG}.ipynb", work / f"{SLUG}.ipynb")
+    shutil.copyfile(released_path(SLUG, ROOT / "assignments"), work / f"{SLUG}.ipynb")
     # Render every cell (JupyterLab 4 otherwise renders only those in view), so the page
     # text the test reads is the whole notebook.
     settings = tmp_path / "settings" / "@jupyterlab" / "notebook-extension"

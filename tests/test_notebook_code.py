@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnkit.notebook_code import NotebookError, _nesting_depth, load_notebook, read_cells
+from attnkit.notebook_code import NotebookError, _nesting_depth, read_cells
+from attnkit.notebook_run import load_notebook
+from attnkit_autograder.authoring.released import released_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,7 +91,7 @@ def test_check_cells_are_skipped_and_other_cells_are_not(tmp_path) -> None:
 
 
 def test_the_definition_live_at_a_graded_cell_is_recorded(tmp_path) -> None:
-    from attnkit.notebook_code import run_cells
+    from attnkit.notebook_run import run_cells
 
     path = notebook(
         tmp_path / "e.ipynb",
@@ -106,7 +108,7 @@ def test_the_definition_live_at_a_graded_cell_is_recorded(tmp_path) -> None:
 def test_an_exercise_is_judged_with_the_helpers_and_aliases_it_read_at_its_cell(tmp_path) -> None:
     """The exercise is not redefined, but its helper, a constant and the module alias it
     reads are rebound further down: the graded cell's variant reads them as they were."""
-    from attnkit.notebook_code import run_cells
+    from attnkit.notebook_run import run_cells
 
     path = notebook(
         tmp_path / "e.ipynb",
@@ -194,7 +196,7 @@ def test_the_nesting_walk_visits_only_what_matters_and_agrees(text: str) -> None
 
 
 def test_the_nesting_of_a_real_notebook_and_of_escaped_quotes() -> None:
-    notebook = (ROOT / "assignments" / "02_self_attention" / "02_self_attention.ipynb").read_text()
+    notebook = released_path("02_self_attention", ROOT / "assignments").read_text()
     assert _nesting_depth(notebook) == _depth_by_every_character(notebook) > 2
     assert _nesting_depth('["\\\\", ["\\"[[["]]') == 2
 
@@ -203,7 +205,8 @@ def test_a_one_line_cell_is_transformed_in_the_namespace_it_meets() -> None:
     """IPython's transformation of a one-line cell reads the namespace (``time`` a variable,
     or the %time magic): only the static part is kept per text, so the same line is a
     statement while ``time`` is a variable and the magic once it is gone, as in Jupyter."""
-    from attnkit.notebook_code import Cell, fresh_namespace, kernel_shell, run_cell
+    from attnkit.notebook_code import Cell, fresh_namespace, kernel_shell
+    from attnkit.notebook_run import run_cell
 
     shell = kernel_shell()
     namespace = fresh_namespace(shell)

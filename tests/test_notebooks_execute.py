@@ -9,6 +9,7 @@ import pytest
 from nbclient import NotebookClient
 
 from attnkit.assignments import ASSIGNMENTS
+from attnkit_autograder.authoring.released import released_path
 from attnkit_autograder.lessons.rubric import load_rubric, source_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +52,7 @@ def test_source_notebook_passes_every_visible_and_hidden_test(slug, tmp_path) ->
 
 @pytest.mark.parametrize("slug", list(ASSIGNMENTS))
 def test_released_notebook_runs_to_the_end_with_short_not_implemented_lines(slug, tmp_path):
-    notebook = execute(ROOT / "assignments" / slug / f"{slug}.ipynb", tmp_path)
+    notebook = execute(released_path(slug, ROOT / "assignments"), tmp_path)
     printed = "\n".join(texts(notebook))
     assert "ERROR" not in printed and "Traceback" not in printed
     for exercise in ASSIGNMENTS[slug].exercises:

@@ -2,10 +2,13 @@
 
 The copy holds the working tree's files (what a clone would hold) beside a ``shared/``
 folder, with ``.venv`` standing for the virtual environment the main command makes (this
-one). The two set-up commands are CI's own job (``.ci/run`` runs them); the rest run here,
-in order, each block as one bash script that stops at the first failure. The only
-changes: the benchmark runs on a tiny input, and the pytest lines of the development
-block are skipped (they are the test command, which runs this test).
+one). The two set-up commands are CI's own job (``.ci/run`` runs them; the self-learner's
+install is the main command's first half); the rest run here, in order, each block as one
+bash script that stops at the first failure. The only changes: the benchmark runs on a tiny
+input, and the pytest lines of the development block are skipped (they are the test
+command, which runs this test). Before the self-check's commands the learner has done the
+work: their copies in ``work/`` hold the references' answers. At the end, as a learner who
+followed the self-study path, the clone still gives a clean student bundle.
 """
 
 from __future__ import annotations
@@ -90,7 +93,10 @@ def part_of(block: str) -> str:
 def readme_blocks() -> list[str]:
     """Every block but the two set-up commands and the class of 40, which
     tests/test_class_of_40.py runs as written and checks line by line."""
-    setup = {marked_block(m) for m in ("main-command", "test-command", "class-of-40")}
+    setup = {
+        marked_block(m)
+        for m in ("main-command", "test-command", "class-of-40", "self-study-command")
+    }
     blocks = bash_blocks(README) + [b for doc in DOCS for b in bash_blocks(doc.read_text())]
     return [block for block in blocks if block not in setup]
 
@@ -111,6 +117,7 @@ def test_every_readme_command_runs_as_written(part: str, tmp_path: Path) -> None
     clone = fresh_copy(tmp_path / "attention-kit")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ATTNKIT_", "VIRTUAL_ENV"))}
     env = jupyter_env(env, tmp_path / "jupyter-config")
+    env["XDG_DATA_HOME"] = str(tmp_path / "learner-data")  # the progress record, not the user's
 
     if part == DEMO_CLASS:
         # The main command's job, without its install (this environment is the install).
@@ -130,6 +137,24 @@ def test_every_readme_command_runs_as_written(part: str, tmp_path: Path) -> None
         assert (tmp_path / made).exists(), made
     if part == DEMO_CLASS:
         assert re.search(r"\bada\b", (tmp_path / "my-course" / "grades.csv").read_text())
+    else:
+        learner_then_release(clone, env, tmp_path)
+
+
+def learner_then_release(clone: Path, env: dict[str, str], tmp_path: Path) -> None:
+    """The self-study path was followed in this clone (answers in work/): the release is
+    clean, and holds the lessons as committed, not the learner's answers."""
+    import zipfile
+
+    assert (clone / "work" / "01_numpy_attention.ipynb").is_file()
+    released = run(".venv/bin/attnkit release ../after-self-study.zip", clone, env)
+    assert released.returncode == 0, released.stdout + released.stderr
+    with zipfile.ZipFile(tmp_path / "after-self-study.zip") as bundle:
+        for slug in SOLVED:
+            shipped = bundle.read(f"attention-kit-student/notebooks/{slug}.ipynb")
+            assert shipped == (clone / "assignments" / slug / f"{slug}.ipynb").read_bytes()
+            assert b"raise NotImplementedError()" in shipped
+    assert (tmp_path / "learner-data" / "attnkit" / "progress.jsonl").is_file()
 
 
 def run_block(block: str, clone: Path, env: dict[str, str]) -> None:
@@ -142,13 +167,9 @@ def run_block(block: str, clone: Path, env: dict[str, str]) -> None:
         served, output = serve_briefly(script, clone, env)
         assert served, output[-3000:]
         return
-    saved = {}
-    if "attnkit check" in script:  # the student has done the work
+    if "attnkit check" in script:  # the learner has done the work, in their copies
         for slug in SOLVED:
-            path = clone / "assignments" / slug / f"{slug}.ipynb"
-            saved[path] = path.read_bytes()
+            path = clone / "work" / f"{slug}.ipynb"
             write_notebook(fill_notebook(released_notebook(slug, ROOT / "assignments"), slug), path)
     done = run("set -e\n" + script, clone, env)
-    for path, content in saved.items():
-        path.write_bytes(content)
     assert done.returncode == 0, f"{script}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"

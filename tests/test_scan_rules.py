@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnkit.notebook_code import Cell, CellOutcome
+from attnkit.notebook_code import Cell
+from attnkit.notebook_run import CellOutcome
 from attnkit_autograder.grading.explain import static_notes
 from attnkit_autograder.grading.scan import python_text, tampering
 

@@ -184,7 +184,13 @@ def test_the_sandbox_shares_the_data_cell_only_when_nothing_changed_what_it_read
     # it does here, because it is run rather than handed over.
     patched = copy.deepcopy(correct)
     replacing = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
-    patched["cells"].insert(2, {**replacing, "source": "nn.Embedding = None\n"})
+    cells = patched["cells"]  # the new cell goes right after the setup cell's imports
+    setup = next(
+        i
+        for i, c in enumerate(cells)
+        if c["metadata"].get("nbgrader", {}).get("grade_id") == "setup"
+    )
+    patched["cells"].insert(setup + 1, {**replacing, "source": "nn.Embedding = None\n"})
     record = graded(tmp_path, "bob", patched)
     assert index + 1 not in record["run"].get("shared_cells", {}).get("cells", [])
     assert any("raised TypeError" in note for note in record["notes"]), record["notes"]

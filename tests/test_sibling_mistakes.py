@@ -17,7 +17,7 @@ import pytest
 
 from attnkit.diagnosis import RecordingImplementation, quiet
 from attnkit.implementation import LocalImplementation
-from attnkit.notebook_code import load_definitions
+from attnkit.notebook_run import load_definitions
 from attnkit_autograder.authoring.corpus import CorpusCase, case_notebook, read_case, write_notebook
 from attnkit_autograder.grading.catalogue import expand, load_mistakes
 from attnkit_autograder.grading.explain import explain_failures

@@ -22,6 +22,7 @@ from test_properties import FAST, notebooks
 
 from attnkit.assignments import ASSIGNMENTS
 from attnkit_autograder.authoring.corpus import fill_notebook, read_case, released_notebook
+from attnkit_autograder.authoring.released import released_path
 from attnkit_autograder.classes import run_manifest
 from attnkit_autograder.classes.discovery import discover
 from attnkit_autograder.classes.run_manifest import ClassManifest, member
@@ -145,7 +146,7 @@ def class_of_40(finished: bool) -> tuple[dict[str, bytes], set[frozenset[str]]]:
     for number, path in enumerate(mistakes[:-1]):
         files[f"mistaken-{number:02d}_{SLUG}.ipynb"] = mistaken_notebook(path, finished)
     files[f"latecomer_LATE_4242_99_{SLUG}.ipynb"] = mistaken_notebook(mistakes[-1], finished)
-    released = (ROOT / "assignments" / SLUG / f"{SLUG}.ipynb").read_bytes()
+    released = released_path(SLUG, ROOT / "assignments").read_bytes()
     for name in ("blank-a", "blank-b", "off-roster"):  # handed in the released notebook
         files[f"{name}_{SLUG}.ipynb"] = released
     pairs = set()
@@ -162,7 +163,7 @@ def class_of_40(finished: bool) -> tuple[dict[str, bytes], set[frozenset[str]]]:
 
 
 def test_notebooks_of_the_released_code_alone_share_nothing(tmp_path: Path) -> None:
-    released = (ROOT / "assignments" / SLUG / f"{SLUG}.ipynb").read_bytes()
+    released = released_path(SLUG, ROOT / "assignments").read_bytes()
     template = similarity.released_template(SLUG)
     assert own_code(released, f"{SLUG}.ipynb", template) == ""
     stubs = [OwnCode(name, own_code(released, f"{SLUG}.ipynb", template)) for name in "abc"]

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from markdown_commands import commands, is_server, jupyter_env, run, serve_briefly
 
+from attnkit.cli import PUBLIC_COMMANDS
 from attnkit_autograder.authoring.corpus import fill_notebook, released_notebook, write_notebook
+from attnkit_autograder.authoring.released import released_path
 from attnkit_autograder.grading.catalogue import load_mistakes
 from attnkit_autograder.platforms.bundle import secret_lines, secrets_in
 
@@ -99,7 +101,7 @@ def test_bundle_readme_commands_work_as_written(bundle: Path, tmp_path: Path) ->
         assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
     attnkit = str(home / ".venv/bin/attnkit")
 
-    untouched = ROOT / "assignments" / "01_numpy_attention" / "01_numpy_attention.ipynb"
+    untouched = released_path("01_numpy_attention", ROOT / "assignments")
     stubs = subprocess.run(
         [attnkit, "check", "--notebook", str(untouched)],
         cwd=home,
@@ -135,7 +137,37 @@ def test_bundle_readme_commands_work_as_written(bundle: Path, tmp_path: Path) ->
     assert instructor.returncode == 2 and "invalid choice: 'grade'" in instructor.stderr
     helped = subprocess.run([attnkit, "--help"], capture_output=True, text=True, timeout=60)
     listed = set(re.findall(r"^    (\w+)", helped.stdout, re.M))
-    assert listed == {"data", "check"}, helped.stdout  # no instructor command in the bundle
+    assert listed == set(PUBLIC_COMMANDS), helped.stdout  # no instructor command in the bundle
+
+    ladder = subprocess.run(
+        [str(home / ".venv/bin/python"), "-c", BUNDLE_LADDER],
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "ATTNKIT_PROGRESS": str(tmp_path / "progress.jsonl")},
+    )
+    assert ladder.returncode == 0, ladder.stderr
+    assert "softmax · hint 3 of 3: where to look" in ladder.stdout
+    assert "That is the last hint here" in ladder.stdout
+    assert "reference answer" not in ladder.stdout.replace("no reference answers", "")
+
+
+BUNDLE_LADDER = """
+import numpy as np
+from attnkit.notebook import Lesson
+
+def softmax(x, axis=-1):
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+lesson = Lesson("01_numpy_attention")
+with np.errstate(all="ignore"):
+    for _ in range(5):
+        lesson.check(softmax)
+for _ in range(5):
+    lesson.hint(softmax)
+"""
 
 
 def read_verdict_path() -> Path:

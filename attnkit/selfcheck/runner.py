@@ -268,5 +268,7 @@ def with_diagnosis(
     if mistake is None:
         return results
     first = failing[0]
-    results[first] = replace(results[first], diagnosis=mistake.title, hint=mistake.hint)
+    results[first] = replace(
+        results[first], diagnosis=mistake.title, hint=mistake.hint, mistake=mistake.id
+    )
     return results

@@ -123,7 +123,7 @@ def _where() -> str:
     """ " (code cell N, line M)" for the innermost notebook frame on the stack, if any."""
     import sys
 
-    from ..notebook_code import cell_of
+    from ..notebook_run import cell_of
 
     frame = sys._getframe(1)
     while frame is not None:

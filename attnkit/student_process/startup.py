@@ -51,10 +51,10 @@ def preload(plots: bool = True) -> None:
     import torch
 
     torch.set_num_threads(1)
-    from .. import adapters, notebook, notebook_code  # noqa: F401
+    from .. import adapters, notebook, notebook_run  # noqa: F401
     from . import recorder, withheld
 
-    warm_shell(notebook_code)
+    warm_shell(notebook_run)
     for profile in withheld.PROFILES:  # each worker then only registers (withheld.withhold)
         withheld.plan(profile)
         withheld.python_plan(profile)
@@ -152,7 +152,7 @@ WARM_UP_MODULES = (
 """What every worker would otherwise load on its first cell, first error or first demo."""
 
 
-def warm_shell(notebook_code: Any) -> None:
+def warm_shell(notebook_run: Any) -> None:
     """Load WARM_UP_MODULES and run one cell in a namespace thrown away afterwards: nothing
     of it is left for a worker (no error, no displayed value, no debugger state)."""
     import importlib
@@ -160,9 +160,9 @@ def warm_shell(notebook_code: Any) -> None:
     for name in WARM_UP_MODULES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    shell = notebook_code.kernel_shell()
-    notebook_code.fresh_namespace(shell)
-    notebook_code.run_cell(shell, notebook_code.Cell(0, WARM_UP_CELL))
+    shell = notebook_run.kernel_shell()
+    notebook_run.fresh_namespace(shell)
+    notebook_run.run_cell(shell, notebook_run.Cell(0, WARM_UP_CELL))
 
 
 def warm_recorder(recorder: Any, adapters: Any) -> None:

@@ -195,7 +195,8 @@ class Worker:
         """The exercises of the lesson (the grader names them with each cell)."""
 
     def serve(self) -> None:
-        from ..notebook_code import NotebookRun, fresh_namespace
+        from ..notebook_code import fresh_namespace
+        from ..notebook_run import NotebookRun
         from .wire import decode, encode
 
         self.run = NotebookRun(fresh_namespace(self.shell))
@@ -250,7 +251,7 @@ class Worker:
             }
         skipped = {n for n in request.get("skip_lines", ()) if isinstance(n, int)}
         if skipped:
-            from ..notebook_code import without_statements
+            from ..notebook_run import without_statements
 
             cell = Cell(
                 cell.index, without_statements(self.shell, cell.source, skipped), cell.grade_id
@@ -277,7 +278,8 @@ class Worker:
         a later statement that fails, which may fail only for want of what the left-out one
         would have made (a name it would have bound). The first stop is reported, with its
         line (which a later run of the cells leaves out)."""
-        from ..notebook_code import Cell, rest_of_cell, run_cell
+        from ..notebook_code import Cell
+        from ..notebook_run import rest_of_cell, run_cell
         from .wire import CELL_LIMITS
         from .withheld import WITHHELD_TYPE
 

@@ -139,9 +139,7 @@ def _reap(endings: dict[int, dict[str, Any]], by_sandbox: bool) -> bool:
         endings.setdefault(pid, _ending(pid, status, usage, by_sandbox))
 
 
-def reset(
-    scratch: str, children: dict[int, int], grace: float = 0.0
-) -> list[dict[str, Any]]:
+def reset(scratch: str, children: dict[int, int], grace: float = 0.0) -> list[dict[str, Any]]:
     """Kill every worker, reap them, and empty the scratch folder (and /dev/shm). Returns
     how each worker forked since the last reset ended, with its CPU limit (``cpu_limit``).
 
@@ -151,7 +149,7 @@ def reset(
     whatever a worker did to hide one. Elsewhere (``--sandbox-user``, ``--no-sandbox``) the
     workers this zygote forked are killed (a worker cannot fork: seccomp); under
     ``--sandbox-user`` the grader then ends whatever else of that user it started and
-    empties every place the user can write (``attnkit_autograder.sandbox.user``).
+    empties every place the user can write.
     """
     sandboxed = os.getpid() == 1
     endings: dict[int, dict[str, Any]] = {}

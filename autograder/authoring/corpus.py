@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import ast
 import copy
-import inspect
 import json
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnkit_solutions.exercises import reference_object
+from attnkit_solutions.exercises import reference_answer
 
 from ..grading.catalogue import Mistake, load_mistakes
+from .released import released_path
 
 __all__ = [
     "CorpusCase",
@@ -38,13 +38,10 @@ STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
 
 def reference_body(slug: str, exercise: str) -> str:
     """The body of the reference answer (docstring removed), dedented to column 0."""
-    source = textwrap.dedent(inspect.getsource(reference_object(slug, exercise)))
-    function = ast.parse(source).body[0]
-    body = function.body
-    if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # the docstring
-    lines = source.splitlines()
-    return textwrap.dedent("\n".join(lines[body[0].lineno - 1 : body[-1].end_lineno]))
+    found = reference_answer(slug, exercise)
+    if found is None:
+        raise KeyError(f"no reference declares {exercise!r} in {slug} (use @exercise)")
+    return found["code"]
 
 
 def fill_stub(source: str, body: str) -> str:
@@ -59,7 +56,9 @@ def fill_stub(source: str, body: str) -> str:
 
 
 def released_notebook(slug: str, assignments_dir: Path) -> dict[str, Any]:
-    return json.loads((assignments_dir / slug / f"{slug}.ipynb").read_text(encoding="utf-8"))
+    """Lesson ``slug`` as released in ``assignments_dir`` (as committed, when the working
+    tree's file was filled in or run: see :func:`released_path`)."""
+    return json.loads(released_path(slug, assignments_dir).read_text(encoding="utf-8"))
 
 
 def fill_notebook(

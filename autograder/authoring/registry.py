@@ -15,6 +15,7 @@ from pathlib import Path
 
 from attnkit import assignments, registry_data
 from attnkit.errors import KitError
+from attnkit.setup_cell import colab_url
 from attnkit_solutions.exercises import Declaration, declarations
 
 from ..lessons.rubric import source_notebook
@@ -23,6 +24,8 @@ from .command_reference import between_markers
 TABLE = Path(registry_data.__file__).resolve()
 README = Path(__file__).resolve().parents[2] / "README.md"
 START, END = "<!-- lesson-table:start -->", "<!-- lesson-table:end -->"
+COLAB_START, COLAB_END = "<!-- colab-links:start -->", "<!-- colab-links:end -->"
+COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 MAX_TASK = 70
 """A task line is shown in tables; longer ones would not fit a line of the table's file."""
 
@@ -128,8 +131,25 @@ def lesson_rows() -> str:
     return "\n".join(rows) + "\n"
 
 
+def colab_links() -> str:
+    """The README's "start here" links: each lesson's released notebook, opened in Colab."""
+    rows = []
+    for number, (slug, assignment) in enumerate(assignments.ASSIGNMENTS.items(), start=1):
+        needs = "NumPy only" if assignment.framework == "numpy" else "PyTorch"
+        rows.append(
+            f"- [![Open lesson {number} in Colab]({COLAB_BADGE})]({colab_url(slug)}) "
+            f"lesson {number} · {assignment.title} ({needs})"
+        )
+    return "\n".join(rows) + "\n"
+
+
 def with_lesson_table(readme: str) -> str:
-    return between_markers(readme, START, END, lesson_rows())
+    """``readme`` with its generated parts current: the lesson table and, where the README
+    has its markers, the Colab links."""
+    readme = between_markers(readme, START, END, lesson_rows())
+    if COLAB_START in readme:
+        readme = between_markers(readme, COLAB_START, COLAB_END, colab_links())
+    return readme
 
 
 def stale(table: Path | None = None, readme: Path | None = None) -> list[str]:
@@ -142,7 +162,7 @@ def stale(table: Path | None = None, readme: Path | None = None) -> list[str]:
     if readme.is_file():  # an installed kit has no README to keep current
         text = readme.read_text(encoding="utf-8")
         if with_lesson_table(text) != text:
-            problems.append(f"{readme}: the lesson table differs from the exercise table")
+            problems.append(f"{readme}: the lesson table or Colab links differ from the exercises")
     return problems
 
 

@@ -1,14 +1,23 @@
 """The released notebooks, made by nbgrader from the source notebooks.
 
 ``generate_released`` builds a throwaway nbgrader course whose ``source/`` holds the kit's
-source notebooks, runs the real ``nbgrader generate_assignment`` on it, and returns the
-released notebooks. ``assignments/`` in the repository is exactly that output, and
-``attnkit generate --check`` regenerates it to prove it has not drifted.
+source notebooks (each beginning with the install cell), runs the real ``nbgrader
+generate_assignment`` on it, and returns the released notebooks. ``assignments/`` in the
+repository is exactly that output, and ``attnkit generate --check`` regenerates it to prove
+it has not drifted.
+
+Whatever a clone's working tree holds, what the kit builds from is the lesson as released:
+:func:`released_path` gives the working tree's file while nbgrader's checksums say it is
+still as released (see ``attnkit.workspace``), and otherwise the file as the checkout's last
+commit holds it. Someone who filled in ``assignments/`` by hand does not break the demo, the
+benchmark or the kit's tests; ``attnkit release`` refuses such a file instead.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -19,6 +28,8 @@ from pathlib import Path
 
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.errors import KitError
+from attnkit.setup_cell import install_cell
+from attnkit.workspace import file_problems, released_problems
 
 from ..lessons.rubric import source_notebook
 
@@ -57,13 +68,26 @@ def generate_assignments(root: Path, slugs: list[str]) -> None:
 
 
 def write_course_skeleton(root: Path, slugs: list[str]) -> None:
-    """An nbgrader course at ``root`` whose source/ holds the kit's source notebooks."""
+    """An nbgrader course at ``root`` whose source/ holds the kit's source notebooks, each
+    beginning with the install cell (see :func:`with_install_cell`)."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(root)))
     for slug in slugs:
         target = root / "source" / slug
         target.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source_notebook(slug), target / f"{slug}.ipynb")
+        notebook = json.loads(source_notebook(slug).read_text(encoding="utf-8"))
+        (target / f"{slug}.ipynb").write_text(
+            json.dumps(with_install_cell(notebook, slug), indent=1, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
+
+
+def with_install_cell(notebook: dict, slug: str) -> dict:
+    """``notebook`` beginning with the locked install cell of ``slug`` (attnkit.setup_cell):
+    the generation adds it, so every released notebook, a lesson added later's too, has it."""
+    cell = install_cell(ASSIGNMENTS[slug].framework)
+    cells = [c for c in notebook["cells"] if c.get("id") != cell["id"]]
+    return {**notebook, "cells": [cell, *cells]}
 
 
 def scripts_on_path() -> dict[str, str]:
@@ -141,3 +165,50 @@ def _generated_released(slug: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="attnkit-released-") as tmp:
         generate_released(Path(tmp), [slug])
         yield Path(tmp)
+
+
+_COMMITTED: dict[Path, Path] = {}
+
+
+def released_path(slug: str, assignments_dir: Path) -> Path:
+    """The file of lesson ``slug`` as released: ``assignments_dir/<slug>/<slug>.ipynb`` while
+    it is as released, else a copy of that file as the checkout's last commit holds it (made
+    once per process). A :class:`KitError` when neither is as released."""
+    path = assignments_dir / slug / f"{slug}.ipynb"
+    problems = file_problems(path)
+    if not problems:
+        return path
+    key = path.resolve()
+    if key not in _COMMITTED:
+        committed = committed_bytes(key)
+        kept = None if committed is None else json.loads(committed)
+        if kept is None or released_problems(kept):
+            raise KitError(
+                f"{path} is not the lesson as released ({'; '.join(problems[:3])}), and the "
+                "checkout's last commit holds no released copy of it either.",
+                "Regenerate it with `attnkit generate`; work on a copy (`attnkit start N`).",
+            )
+        folder = Path(tempfile.mkdtemp(prefix="attnkit-committed-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _COMMITTED[key] = folder / path.name
+        _COMMITTED[key].write_bytes(committed)
+    return _COMMITTED[key]
+
+
+def committed_bytes(path: Path) -> bytes | None:
+    """``path`` as the last commit of the git checkout holding it has it (None outside a
+    checkout, or when the commit has no such file)."""
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], capture_output=True, timeout=60)
+
+    try:
+        top = git("-C", str(path.parent), "rev-parse", "--show-toplevel")
+        if top.returncode != 0:
+            return None
+        root = Path(top.stdout.decode().strip()).resolve()
+        relative = path.resolve().relative_to(root).as_posix()
+        shown = git("-C", str(root), "show", f"HEAD:{relative}")
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+    return shown.stdout if shown.returncode == 0 else None

@@ -8,7 +8,8 @@ from typing import Any
 
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.diagnosis import failing_helpers, fix_helpers_first, quiet
-from attnkit.notebook_code import Cell, CellOutcome, first_line
+from attnkit.notebook_code import Cell, first_line
+from attnkit.notebook_run import CellOutcome
 from attnkit.outcome import ERROR, FAILED, FORBIDDEN, PASSED
 
 from .catalogue import diagnose

@@ -25,6 +25,8 @@ from pathlib import Path
 
 from attnkit import __version__
 from attnkit.assignments import ASSIGNMENTS
+from attnkit.errors import KitError
+from attnkit.workspace import file_problems
 
 from ..authoring.corpus import reference_body
 from ..authoring.expected_values import write as write_expected_values
@@ -60,7 +62,9 @@ dependencies = [
 attnkit = "attnkit.cli:main"
 
 [tool.setuptools]
-packages = ["attnkit", "attnkit.selfcheck", "attnkit.student_process", "attnkit_data"]
+packages = [
+    "attnkit", "attnkit.selfcheck", "attnkit.hints", "attnkit.student_process", "attnkit_data",
+]
 
 [tool.setuptools.package-dir]
 attnkit = "attnkit"
@@ -89,7 +93,7 @@ echo "Ready. Start with: .venv/bin/jupyter lab notebooks/"
 
 README = """# attention-kit: your lessons
 
-Four notebooks that build self-attention step by step, from a numerically stable softmax
+{count} notebooks that build self-attention step by step, from a numerically stable softmax
 to causal multi-head attention.
 
 ## Set-up (once)
@@ -119,11 +123,17 @@ raises `NotImplementedError`; its docstring says exactly what it must do. Fill i
 its cell, then run the `lesson.check(...)` cell below it: it tells you what passes, what
 fails, and often which classic mistake you made.
 
-From a terminal, the same checks for a whole notebook:
+Stuck? `lesson.hint(softmax)` (with the exercise you are on) gives a hint from the last
+check, one rung at a time: what the check saw, the idea behind the exercise, and where to
+look in your code. This bundle holds no reference answers: the third hint is the last.
+
+From a terminal, the same checks for a whole notebook, and what you have done so far (also
+written as a chart in `attnkit-progress.html`; the record stays on your machine):
 
 ```bash
-.venv/bin/attnkit check 1          # or 2 to 5; looks in notebooks/
+.venv/bin/attnkit check 1          # or 2 to {last}; looks in notebooks/
 .venv/bin/attnkit check --notebook notebooks/02_self_attention.ipynb
+.venv/bin/attnkit progress
 ```
 
 These are visible checks only: your grade comes from hidden tests, run by your
@@ -132,11 +142,37 @@ instructors. Passing every visible check is a good sign, not a grade.
 Hand in the notebook files as your course asks.
 """
 
+NUMBERS = ("One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten")
+
+
+def readme() -> str:
+    """The bundle's README, counting the lessons it ships."""
+    count = len(ASSIGNMENTS)
+    return README.format(count=NUMBERS[count - 1] if count <= len(NUMBERS) else count, last=count)
+
+
+def unreleased(assignments_dir: Path) -> list[str]:
+    """Each released notebook that is no longer as released (a stub filled in, a cell run:
+    nbgrader's checksums say so), with why: a bundle must not hand out someone's answers."""
+    found = []
+    for slug in ASSIGNMENTS:
+        path = assignments_dir / slug / f"{slug}.ipynb"
+        found += [f"{path}: {problem}" for problem in file_problems(path)]
+    return found
+
 
 def build_bundle(target: Path, kit_root: Path, assignments_dir: Path) -> Path:
+    changed = unreleased(assignments_dir)
+    if changed:
+        raise KitError(
+            "the released notebooks are not as released, so the bundle would hand out what "
+            "was written in them:\n  " + "\n  ".join(changed[:10]),
+            "Restore them (git checkout -- assignments/, or attnkit generate); to work on a "
+            "lesson, copy it with `attnkit start N` and work in work/.",
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, text in (("README.md", README), ("pyproject.toml", PYPROJECT)):
+        for name, text in (("README.md", readme()), ("pyproject.toml", PYPROJECT)):
             archive.writestr(f"{ROOT}/{name}", text)
         install = zipfile.ZipInfo(f"{ROOT}/install.sh")
         install.external_attr = 0o755 << 16

@@ -214,10 +214,10 @@ def released_template(slug: str) -> Template:
     """The code cells of the notebook released for ``slug`` (what every student started
     from); a KitError when it cannot be found or generated."""
     try:
-        from ..authoring.released import released_dir
+        from ..authoring.released import released_dir, released_path
 
         with released_dir(slug) as folder:
-            cells = read_cells(folder / slug / f"{slug}.ipynb")
+            cells = read_cells(released_path(slug, folder))
     except (OSError, KitError) as exc:
         raise KitError(f"the released notebook of {slug} cannot be read ({exc})") from None
     return template_of([cell.source for cell in cells])

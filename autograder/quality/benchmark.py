@@ -262,7 +262,7 @@ def bench_check(slug: str, work: Path, repeats: int = 3) -> dict[str, float]:
         work / lesson1 / f"{lesson1}.ipynb",
     )
     from attnkit.notebook import Lesson
-    from attnkit.notebook_code import load_definitions
+    from attnkit.notebook_run import load_definitions
 
     with contextlib.redirect_stdout(io.StringIO()):
         namespace, _, _ = load_definitions(notebook)

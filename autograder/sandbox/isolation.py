@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnkit.adapters import MalformedResult, validate_result
-from attnkit.notebook_code import Cell, CellOutcome
+from attnkit.notebook_code import Cell
+from attnkit.notebook_run import CellOutcome
 from attnkit.student_process.wire import CELL_LIMITS
 from attnkit.student_process.withheld import LENT_EXIT
 

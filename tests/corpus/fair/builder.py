@@ -129,7 +129,10 @@ def load_spec(path: Path) -> Any:
 
 
 def released_notebook(lesson: str) -> dict[str, Any]:
-    return json.loads((ASSIGNMENTS / lesson / f"{lesson}.ipynb").read_text(encoding="utf-8"))
+    """The lesson as released (as committed, whatever the working tree's copy holds)."""
+    from attnkit_autograder.authoring.released import released_path
+
+    return json.loads(released_path(lesson, ASSIGNMENTS).read_text(encoding="utf-8"))
 
 
 def stub_cells(notebook: dict[str, Any]) -> dict[int, str]:

@@ -922,7 +922,9 @@ def fill(cell_src: str, body: str) -> str:
 
 def build(lesson: int, override: dict[str, str]) -> dict:
     slug = LESSONS[lesson]
-    nb = json.loads((ROOT / "assignments" / slug / f"{slug}.ipynb").read_text())
+    from attnkit_autograder.authoring.released import released_path
+
+    nb = json.loads(released_path(slug, ROOT / "assignments").read_text())
     seen = set()
     for cell in nb["cells"]:
         meta = cell.get("metadata", {}).get("nbgrader", {})
