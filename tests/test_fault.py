@@ -63,3 +63,18 @@ def test_a_test_the_reference_fails_too_stays_the_graders_fault(monkeypatch) -> 
     raised = Outcome("", broken, INTERNAL, "the grader failed: KeyError: 'array'", None,
                      grade_id="test_self_attention")  # fmt: skip
     assert harness.attribute_fault(raised, SLUG, reference) == raised
+
+
+def test_a_sandbox_that_cannot_lend_a_worker_is_the_graders_fault(tmp_path, monkeypatch) -> None:
+    """A sandbox that dies before the submission's code runs (a kit module that fails to
+    import in it, a killed zygote) is never scored as the student's 0: the submission is
+    refused as the grader's fault, which a rerun grades again."""
+    from attnkit_autograder.sandbox import zygote
+
+    def dies(self, limits):
+        raise zygote.SandboxDied("the sandbox exited")
+
+    monkeypatch.setattr(zygote.Zygote, "spawn", dies)
+    record = graded(tmp_path, "raise NotImplementedError")
+    assert record["status"] == "error" and record.get("fault") == "grader", record
+    assert "the grading sandbox failed (the sandbox exited)" in record["error"]

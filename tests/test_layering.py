@@ -343,3 +343,64 @@ def test_every_package_of_the_product_is_installed() -> None:
             parts = init.parent.relative_to(ROOT / folder).parts
             found.add(".".join([name, *parts]))
     assert found == listed
+
+
+INSTALLED_AS = {"autograder": "attnkit_autograder", "solutions": "attnkit_solutions"}
+
+
+def unresolved_imports(folder: Path) -> list[str]:
+    """Every ``from X import Y`` under ``folder`` (those inside functions too, which no
+    import at start-up runs) whose module or name does not exist in the installed kit."""
+    import importlib
+
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        parts = path.relative_to(folder.parent).with_suffix("").parts
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            package = parts[:-1]
+            base = package[: len(package) - node.level + 1] if node.level else ()
+            module = ".".join((*base, *([node.module] if node.module else [])))
+            head, _, rest = module.partition(".")
+            module = ".".join(filter(None, (INSTALLED_AS.get(head, head), rest)))
+            if module.split(".")[0] not in ("attnkit", *HIDDEN):
+                continue
+            try:
+                imported = importlib.import_module(module)
+            except ImportError as exc:
+                found.append(f"{path.relative_to(folder.parent)}:{node.lineno}: {exc}")
+                continue
+            for alias in node.names:
+                if alias.name == "*" or hasattr(imported, alias.name):
+                    continue
+                try:
+                    importlib.import_module(f"{module}.{alias.name}")
+                except ImportError:
+                    found.append(f"{path.relative_to(folder.parent)}:{node.lineno}: "
+                                 f"{module} has no {alias.name}")  # fmt: skip
+    return found
+
+
+def test_every_import_of_the_kits_own_names_resolves() -> None:
+    """A name moved to another module leaves no import behind, not even one inside a
+    function that only the sandbox's worker runs."""
+    found = [
+        f
+        for folder in ("attnkit", "autograder", "solutions")
+        for f in unresolved_imports(ROOT / folder)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_a_planted_stale_import_is_found(tmp_path: Path) -> None:
+    package = tmp_path / "attnkit"
+    (package / "student_process").mkdir(parents=True)
+    (package / "student_process" / "planted.py").write_text(
+        "def serve():\n"
+        "    from ..notebook_code import kernel_shell\n"
+        "    from ..ipython_shell import kernel_shell\n"
+    )
+    assert unresolved_imports(package) == [
+        "attnkit/student_process/planted.py:2: attnkit.notebook_code has no kernel_shell"
+    ]

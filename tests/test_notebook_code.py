@@ -205,7 +205,8 @@ def test_a_one_line_cell_is_transformed_in_the_namespace_it_meets() -> None:
     """IPython's transformation of a one-line cell reads the namespace (``time`` a variable,
     or the %time magic): only the static part is kept per text, so the same line is a
     statement while ``time`` is a variable and the magic once it is gone, as in Jupyter."""
-    from attnkit.notebook_code import Cell, fresh_namespace, kernel_shell
+    from attnkit.ipython_shell import fresh_namespace, kernel_shell
+    from attnkit.notebook_code import Cell
     from attnkit.notebook_run import run_cell
 
     shell = kernel_shell()
@@ -224,11 +225,11 @@ def test_the_zygotes_warm_up_leaves_no_error_or_value_for_a_notebook() -> None:
     def state(warm: bool) -> str:
         probe = (
             "import sys\n"
-            "from attnkit import notebook_code\n"
+            "from attnkit import notebook_run\n"
             "from attnkit.student_process.startup import warm_shell\n"
-            f"{'warm_shell(notebook_code)' if warm else 'pass'}\n"
-            "shell = notebook_code.kernel_shell()\n"
-            "namespace = notebook_code.fresh_namespace(shell)\n"
+            f"{'warm_shell(notebook_run)' if warm else 'pass'}\n"
+            "shell = notebook_run.kernel_shell()\n"
+            "namespace = notebook_run.fresh_namespace(shell)\n"
             "print(hasattr(sys, 'last_value'), dict(namespace['Out']), namespace.get('_'),"
             " namespace.get('__'), len(shell.history_manager.output_hist))\n"
         )

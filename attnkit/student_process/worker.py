@@ -178,7 +178,7 @@ class Worker:
         self, requests: int, replies: int, seal: bool = False, withheld: str | None = None
     ) -> None:
         from ..implementation import recorded_caller
-        from ..notebook_code import kernel_shell
+        from ..ipython_shell import kernel_shell
 
         # Bound before any student code runs (see recorded_caller).
         self.call_recorded = recorded_caller()
@@ -195,7 +195,7 @@ class Worker:
         """The exercises of the lesson (the grader names them with each cell)."""
 
     def serve(self) -> None:
-        from ..notebook_code import fresh_namespace
+        from ..ipython_shell import fresh_namespace
         from ..notebook_run import NotebookRun
         from .wire import decode, encode
 

@@ -187,7 +187,7 @@ def answer_share(
     request: dict[str, Any], scratch: str, children: dict[int, int], own_user: bool
 ) -> dict[str, Any]:
     """Compute the released cells the grader sends, once each (see shared_cells)."""
-    from ..notebook_code import kernel_shell
+    from ..ipython_shell import kernel_shell
 
     cells = request.get("cells") if isinstance(request.get("cells"), list) else []
     mounts = SCRATCH_MOUNTS if os.getpid() == 1 else (scratch,)

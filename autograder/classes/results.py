@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.errors import KitError
@@ -298,7 +298,9 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def csv_text(rows: Iterable[Iterable[Any]], quoting: int = csv.QUOTE_NONNUMERIC) -> str:
+def csv_text(
+    rows: Iterable[Iterable[Any]], quoting: Literal[0, 1, 2, 3] = csv.QUOTE_NONNUMERIC
+) -> str:
     """Rows as CSV, every cell made safe to open (:func:`csv_cell`): the one writer of every
     CSV the kit writes."""
     buffer = io.StringIO()

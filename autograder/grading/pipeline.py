@@ -104,6 +104,8 @@ class Grading:
     """Every call the hidden tests made to each exercise, with its answer (for diagnosis)."""
     cell_failures: dict[int, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    sandbox_failure: str | None = None
+    """Why the sandbox failed the grader, if it did (never the submission's doing)."""
     heatmap: Any = None
     run: dict[str, Any] = field(default_factory=dict)
     """How the sandbox ran: workers started, its bubblewrap, workers killed from outside."""
@@ -234,6 +236,7 @@ def run_in_sandbox(grading: Grading) -> None:
     history = impl.history
     grading.cell_failures = history.failures
     grading.notes = history.notes
+    grading.sandbox_failure = impl.failed
     grading.run = {
         "workers_started": impl.spawned,
         "sandbox": impl.sandbox,
@@ -249,7 +252,10 @@ def run_in_sandbox(grading: Grading) -> None:
 
 def refuse_grader_faults(grading: Grading) -> None:
     """A test that fails for the reference too (see harness.attribute_fault) is a bug in the
-    kit, not the student's doing: refuse to score rather than give a 0; a rerun retries."""
+    kit, not the student's doing: refuse to score rather than give a 0; a rerun retries. So
+    is a sandbox that could not start or lend a worker."""
+    if grading.sandbox_failure:
+        raise Ungradable(grading.sandbox_failure, fault="grader")
     internal = [v for v in grading.verdicts if v.status == INTERNAL]
     if internal:
         raise Ungradable(internal[0].message, fault="grader")

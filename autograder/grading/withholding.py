@@ -209,6 +209,11 @@ class WithholdingSubmission:
         )
 
     @property
+    def failed(self) -> str | None:
+        """Why the sandbox could not lend a worker, if it could not (the grader's fault)."""
+        return next((w.workers.failed for w in self.workers.values() if w.workers.failed), None)
+
+    @property
     def history(self) -> CellHistory:
         """What the cells did: the primary's account (its cells ran first)."""
         return self.primary.history

@@ -168,6 +168,9 @@ class Workers:
     """Why the sandbox itself stopped the last worker, if it did (see STOP_REASONS)."""
     sandbox_kills: list[str] = field(default_factory=list)
     """The sandbox itself (its zygote, with every worker) killed from outside."""
+    failed: str | None = None
+    """Why the sandbox could not start or lend a worker, if it could not: the grader's
+    fault, so the submission is not scored (a rerun grades it again)."""
     allowance: list[int] = field(default_factory=lambda: [MAX_SUBMISSION_BYTES])
     """Bytes this submission may still send, shared by its workers."""
 
@@ -267,6 +270,8 @@ class IsolatedSubmission:
         return ends + self.workers.sandbox_kills
 
     def _spawn(self) -> None:
+        if self.workers.failed:  # it failed once: the submission is not scored, so stop here
+            raise WorkerCrashed(self.workers.failed)
         try:
             # A sandbox that has to be (re)started here is the grader's cost: its start-up
             # time is given back to the submission's budget.
@@ -281,7 +286,8 @@ class IsolatedSubmission:
             requests, replies = self.workers.zygote.spawn(self._worker_limits())
         except SandboxDied as exc:
             discard_zygote()
-            raise WorkerCrashed(f"the grading sandbox failed ({exc})") from None
+            self.workers.failed = f"the grading sandbox failed ({exc})"
+            raise WorkerCrashed(self.workers.failed) from None
         self.workers.channel = Channel(requests, replies, self.workers.allowance)
         self.workers.spawned += 1
         self.history.threads = 0
