@@ -178,3 +178,34 @@ def test_a_moodle_download_with_a_nested_upload(tmp_path: Path) -> None:
     assert set(found) == {"Ann Lee", "Ben Ode"}
     metadata = json.loads(found["Ben Ode"].path.read_text())["metadata"]
     assert metadata["who"] == "ben"
+
+
+@pytest.mark.parametrize(
+    ("student", "safe"),
+    [("Eve,=1+2", False), ('Mal"x', False), ("a\nb", False), ("=cmd", False), ("x,@SUM(1)", False),
+     ("Ann Lee", True), ("o'neil-2", True), ("José Ñ", True)],
+)  # fmt: skip
+def test_ids_that_nbgraders_unquoted_export_would_split_or_run_are_unsafe(student, safe) -> None:
+    from attnkit_autograder.classes.results import unsafe_unquoted_cell
+
+    assert (unsafe_unquoted_cell(student) is None) == safe
+
+
+@pytest.mark.slow
+def test_a_participant_named_like_a_formula_is_not_collected(tmp_path: Path) -> None:
+    """nbgrader's CSV export joins its fields with bare commas: a Moodle participant named
+    ``Eve,=1+2`` would write a formula into it, so the collector leaves that upload out and
+    says why, and collects every other student."""
+    course = tmp_path / "course"
+    write_course_skeleton(course, [SLUG])
+    archive = course / "downloaded" / SLUG / "archive"
+    archive.mkdir(parents=True)
+    download = {
+        f"Ann Lee_1111_assignsubmission_file_/{SLUG}.ipynb": notebook_bytes("ann"),
+        f"Eve,=1+2_2222_assignsubmission_file_/{SLUG}.ipynb": notebook_bytes("eve"),
+    }
+    (archive / "moodle.zip").write_bytes(zipped(download))
+    done = run_nbgrader(course, "zip_collect", SLUG)
+    found = {s.student for s in discover(course / "submitted")}
+    assert found == {"Ann Lee"}
+    assert "split a CSV row" in done.stdout + done.stderr

@@ -220,6 +220,27 @@ def test_nbgrader_zip_collect_layout(tmp_path: Path) -> None:
     ]
 
 
+def test_nbgrader_student_folders_are_nbgraders_ids_whatever_they_look_like(tmp_path) -> None:
+    """nbgrader's folder names the student nbgrader collected: a participant whose name
+    reads like a Moodle folder (``bob_1_2_x``) or a Canvas LATE upload is not renamed to
+    the student that convention would give, nor judged late by it."""
+    from attnkit_autograder.classes.hand_in import hand_in_of
+
+    submitted = tmp_path / "course" / "submitted"
+    names = ("bob", "bob_1_2_x", "Ada Lovelace_4242_assignsubmission_file_", "eve_LATE_7_8_x")
+    for student in names:
+        folder = submitted / student / SLUG
+        folder.mkdir(parents=True)
+        (folder / f"{SLUG}.ipynb").write_bytes(NOTEBOOK.read_bytes())
+        (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    found = discover(tmp_path / "course", SLUG)
+    assert sorted(s.student for s in found) == sorted(names)
+    assert {s.id_rule for s in found} == {"nbgrader"}
+    for submission in found:
+        record = hand_in_of(submission, submitted)
+        assert not record.late_mark and record.source == "nbgrader timestamp.txt"
+
+
 # --- the gradebook files ------------------------------------------------------------------------
 
 

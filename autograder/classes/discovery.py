@@ -283,7 +283,14 @@ def walk(root: Path, assignment: Assignment) -> Iterator[Candidate]:
         elif stat.S_ISDIR(info.st_mode):
             if skipped_folder(path):
                 continue
-            who = identify_folder(path.name)
+            # nbgrader's folder is nbgrader's student id, whatever an LMS's names look like
+            # inside it: a participant named like another's Canvas or Moodle folder stays who
+            # nbgrader collected.
+            who = (
+                Identity(text_id(path.name), "nbgrader")
+                if assignment.nbgrader
+                else identify_folder(path.name)
+            )
             if (problem := output_refusal(path)) is not None:
                 yield refused(path, who, assignment.forced, problem)
                 continue

@@ -290,6 +290,22 @@ def formula_like(text: str) -> bool:
     return text.startswith(FORMULA_START)
 
 
+UNQUOTED_BREAKS = (",", '"', "\r", "\n")
+"""What splits a cell of a CSV written without quoting (nbgrader's own export joins its
+fields with bare commas)."""
+
+
+def unsafe_unquoted_cell(text: str) -> str | None:
+    """Why ``text`` is unsafe as a cell of a CSV another tool writes without quoting (an id
+    the kit hands to nbgrader), or None: it would split into cells, or start one like a
+    formula (every part is checked, as a tool that splits it would show them)."""
+    if any(mark in text for mark in UNQUOTED_BREAKS):
+        return "it holds a comma, a quote or a line break, which split a CSV row"
+    if any(formula_like(part) for part in text.split(",")) or not text.isprintable():
+        return "it would open as a spreadsheet formula"
+    return None
+
+
 def csv_cell(value: Any) -> Any:
     """A value a spreadsheet shows as text: OWASP's rule against CSV injection prefixes a
     cell that starts like a formula with a quote (the writer also quotes every text cell)."""

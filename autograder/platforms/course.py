@@ -35,7 +35,7 @@ from attnkit.terminal import printable
 from ..authoring.released import generate_assignments, write_course_skeleton
 from ..classes import hand_in
 from ..classes.discovery import discover
-from ..classes.results import formula_like
+from ..classes.results import unsafe_unquoted_cell
 from ..classes.uploads import Budget, archive_stem, is_archive, safe_part, unpack
 from ..grading.submission import Submission
 
@@ -153,12 +153,16 @@ class AssignmentCollector(_plugin_base("FileNameCollectorPlugin")):
         if submission is None:
             return None
         student = submission.student
-        if formula_like(student) or student in (".", "..") or not student.isprintable():
+        unsafe = unsafe_unquoted_cell(student) or (
+            "it is not a folder name" if student in (".", "..") or "/" in student else None
+        )
+        if unsafe:
             self.log.warning(
-                "%s: not collected: the student id %r would reach nbgrader's exports as a "
-                "spreadsheet formula or an unsafe folder name; rename the file after the student",
+                "%s: not collected: the student id %r cannot reach nbgrader's gradebook and "
+                "exports (%s); rename the file after the student",
                 printable(path.name),
                 printable(student),
+                unsafe,
             )
             return None
         slug = self.parent.coursedir.assignment_id

@@ -15,7 +15,7 @@ from typing import Any
 from attnkit.errors import KitError
 from attnkit.terminal import one_line
 
-from ..classes.results import formula_like
+from ..classes.results import unsafe_unquoted_cell
 
 
 def find_course(path: Path) -> Path | None:
@@ -44,12 +44,12 @@ def push_grades(course: Path, records: list[dict[str, Any]]) -> list[str]:
             slug, student = record["assignment"], record["student"]
             if slug is None:
                 continue
-            if formula_like(student):
-                # nbgrader's export writes student ids into a CSV as they are: an id a file
-                # name made, that a spreadsheet would run, never reaches it.
+            if unsafe := unsafe_unquoted_cell(student):
+                # nbgrader's export writes student ids into a CSV as they are, unquoted: an
+                # id a name made, that a spreadsheet would run or split, never reaches it.
                 notes.append(
-                    f"{student!r}: not written to the gradebook: the id would open as a "
-                    "spreadsheet formula in nbgrader's export; rename the file after the student"
+                    f"{student!r}: not written to the gradebook: nbgrader's export would "
+                    f"write it as it is ({unsafe}); rename the file after the student"
                 )
                 continue
             if record.get("status") != "graded":
