@@ -237,6 +237,51 @@ def test_instructor_files_named_on_the_command_line_are_private(tmp_path: Path) 
     }
 
 
+def test_the_course_whose_gradebook_is_written_is_private(tmp_path: Path) -> None:
+    """`attnkit grade COURSE/submitted` writes into the course's gradebook without naming it:
+    the course (its gradebook.db, its source notebooks) is the instructor's all the same."""
+    from attnkit_autograder.cli import options as cli_options
+
+    course = tmp_path / "course"
+    (course / "submitted").mkdir(parents=True)
+    (course / "nbgrader_config.py").write_text("c = get_config()\n")
+    (course / "gradebook.db").write_bytes(b"")
+    parser = __import__("argparse").ArgumentParser()
+    parser.add_argument("submissions")
+    cli_options.add_grade_options(parser)
+    args = parser.parse_args([str(course / "submitted")])
+    assert course in set(cli_options.instructor_files(args))
+    named = parser.parse_args([str(course / "submitted"), "--gradebook", str(tmp_path / "g")])
+    assert set(cli_options.instructor_files(named)) == {tmp_path / "g"}
+
+
+def test_the_checkout_a_non_editable_install_came_from_is_secret(tmp_path, monkeypatch) -> None:
+    """pip records the folder it installed from: that checkout's references and hidden tests
+    are found, and a sandbox user that can read them is refused."""
+    import importlib.metadata
+
+    checkout = tmp_path / "attention-kit"
+    for folder in ("solutions", "autograder", "assignments"):
+        (checkout / folder).mkdir(parents=True)
+
+    class Installed:
+        def read_text(self, name: str) -> str:
+            return json.dumps({"url": checkout.as_uri(), "dir_info": {}})
+
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Installed())
+    assert sandbox_user.install_sources() == [
+        str(checkout / "solutions"),
+        str(checkout / "autograder"),
+    ]
+
+    class Index:
+        def read_text(self, name: str) -> str:
+            return json.dumps({"url": "https://files.example/attention_kit.whl"})
+
+    monkeypatch.setattr(importlib.metadata, "distribution", lambda name: Index())
+    assert sandbox_user.install_sources() == []
+
+
 # -- grading as the account ---------------------------------------------------------------------
 
 

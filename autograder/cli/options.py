@@ -100,9 +100,15 @@ def secret_of(args: argparse.Namespace) -> CourseSecret | None:
 
 def instructor_files(args: argparse.Namespace) -> tuple[Path, ...]:
     """The files and folders of the instructor's that the command line names (every option
-    declared a ``path``, and the course secret): what a sandbox user must not read."""
+    declared a ``path``, the course secret, and the nbgrader course whose gradebook the grades
+    go to): what a sandbox user must not read."""
+    from ..platforms.nbgrader_gradebook import find_course
+
     named = [getattr(args, s.name, None) for s in grading_options.fields() if s.metadata["path"]]
     named.append(getattr(args, "course_secret", None))
+    submissions = getattr(args, "submissions", None)
+    if getattr(args, "gradebook", None) is None and isinstance(submissions, str | Path):
+        named.append(find_course(Path(submissions)))  # the course grades are written to
     return tuple(Path(value) for value in named if isinstance(value, str | Path))
 
 

@@ -114,7 +114,7 @@ def check_sandbox_user(user: str, private: tuple[str | os.PathLike[str], ...] = 
             "environment made with /usr/bin/python3 outside /root), or make that path "
             f"readable for {user}.",
         )
-    hidden = [package_dir(name) for name in HIDDEN_PACKAGES]
+    hidden = [*(package_dir(name) for name in HIDDEN_PACKAGES), *install_sources()]
     for root in [*hidden, *(os.path.abspath(path) for path in private)]:
         readable = readable_below(user, root)
         if readable:
@@ -124,6 +124,26 @@ def check_sandbox_user(user: str, private: tuple[str | os.PathLike[str], ...] = 
                 f"Make it unreadable for other users, e.g. `chmod -R o-rwx {root}`, and keep "
                 f"{user} out of its owner and group.",
             )
+
+
+def install_sources() -> list[str]:
+    """The references and hidden tests of the checkout the kit was installed from, where pip
+    recorded one (a non-editable install of a local folder, in ``direct_url.json``): as
+    secret as the installed copies, and found without a list to keep."""
+    import json
+    from importlib.metadata import PackageNotFoundError, distribution
+    from urllib.parse import unquote, urlparse
+
+    try:
+        recorded = json.loads(distribution("attention-kit").read_text("direct_url.json") or "{}")
+    except (PackageNotFoundError, ValueError):
+        return []
+    url = recorded.get("url", "") if isinstance(recorded, dict) else ""
+    if not isinstance(url, str) or not url.startswith("file://"):
+        return []
+    root = unquote(urlparse(url).path)
+    found = (os.path.join(root, folder) for folder in ("solutions", "autograder"))
+    return [folder for folder in found if os.path.isdir(folder)]
 
 
 def readable_below(user: str, root: str) -> list[str]:
