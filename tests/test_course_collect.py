@@ -88,6 +88,26 @@ def test_any_zip_a_student_makes_writes_only_inside_its_folder(tmp_path, members
         assert written == [] and problem.startswith("upload.zip: ")
 
 
+def folder_headers(count: int) -> bytes:
+    """A small tar.xz of nothing but ``count`` folder entries."""
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w:xz") as archive:
+        for index in range(count):
+            info = tarfile.TarInfo(f"d{index}")
+            info.type = tarfile.DIRTYPE
+            archive.addfile(info)
+    return data.getvalue()
+
+
+def test_an_upload_that_takes_too_long_to_unpack_is_refused(tmp_path) -> None:
+    from attnkit_autograder.classes.uploads import Budget
+
+    (tmp_path / "slow.zip").write_bytes(zipped({"a.ipynb": b"{}"}))
+    problem = unpack(tmp_path / "slow.zip", tmp_path / "out", Budget(seconds=-1.0))
+    assert problem is not None and "longer to unpack" in problem
+    assert not (tmp_path / "out").exists()
+
+
 def test_links_climbs_bombs_and_damage_are_refused(tmp_path) -> None:
     link = io.BytesIO()
     with tarfile.open(fileobj=link, mode="w") as archive:
@@ -99,6 +119,8 @@ def test_links_climbs_bombs_and_damage_are_refused(tmp_path) -> None:
         "absolute.zip": zipped({"/tmp/evil.ipynb": b"{}"}),
         "link.tar": link.getvalue(),
         "bomb.zip": zipped({f"f{i}.ipynb": b"" for i in range(2001)}),
+        "folders.zip": zipped({f"d{i}/": b"" for i in range(2001)}),
+        "folders.tar.xz": folder_headers(2001),
         "damaged.zip": b"PK\x03\x04 not really",
     }
     for name, data in cases.items():

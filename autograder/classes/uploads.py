@@ -20,6 +20,7 @@ import os
 import shutil
 import stat
 import tarfile
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,8 @@ MAX_BYTES = MAX_FILE_BYTES
 """The most bytes one upload may unpack to, nested archives included."""
 MAX_MEMBERS = 2000
 MAX_DEPTH = 2
+MAX_SECONDS = 60.0
+"""How long one upload may take to unpack, its nested archives included."""
 """Archives inside an uploaded archive are unpacked this many levels deep."""
 SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".gz")
 
@@ -75,14 +78,27 @@ def member_path(name: str) -> list[str]:
 class Budget:
     """What an upload may still write: bytes and members, shared by its nested archives."""
 
-    def __init__(self, max_bytes: int = MAX_BYTES, max_members: int = MAX_MEMBERS) -> None:
+    def __init__(
+        self,
+        max_bytes: int = MAX_BYTES,
+        max_members: int = MAX_MEMBERS,
+        seconds: float = MAX_SECONDS,
+    ) -> None:
         self.bytes = max_bytes
         self.members = max_members
+        self.deadline = time.monotonic() + seconds
 
     def member(self) -> None:
+        """Count one member of any kind (a folder's entry too: an archive of nothing but
+        folder headers costs as much to read as one of files)."""
         self.members -= 1
         if self.members < 0:
             raise Refused("it holds more files than an upload may")
+        self.in_time()
+
+    def in_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise Refused("it takes longer to unpack than an upload may")
 
     def copy(self, source: IO[bytes], target: Path) -> None:
         """Copy ``source`` into a new file ``target``, counting every byte."""
@@ -93,6 +109,7 @@ class Budget:
                 self.bytes -= len(chunk)
                 if self.bytes < 0:
                     raise Refused("it unpacks to more bytes than an upload may")
+                self.in_time()
                 out.write(chunk)
 
 
@@ -101,6 +118,7 @@ def zip_members(path: Path) -> Iterator[tuple[str, IO[bytes] | None]]:
         for info in archive.infolist():
             kind = stat.S_IFMT(info.external_attr >> 16)
             if info.is_dir():
+                yield info.filename, None  # counted, and nothing to write
                 continue
             if kind not in (0, stat.S_IFREG):
                 raise Refused(f"the member {text_id(info.filename)!r} is not a regular file")
@@ -111,7 +129,9 @@ def zip_members(path: Path) -> Iterator[tuple[str, IO[bytes] | None]]:
 def tar_members(path: Path) -> Iterator[tuple[str, IO[bytes] | None]]:
     with tarfile.open(path) as archive:
         for info in archive:
+            archive.members.clear()  # read as a stream: no header is kept once it is read
             if info.isdir():
+                yield info.name, None  # counted, and nothing to write
                 continue
             if not info.isreg():
                 raise Refused(f"the member {text_id(info.name)!r} is not a regular file")

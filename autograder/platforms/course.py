@@ -41,6 +41,8 @@ from ..grading.submission import Submission
 
 MAX_DOWNLOAD_BYTES = 16 * 1024**3
 MAX_DOWNLOAD_MEMBERS = 100_000
+MAX_DOWNLOAD_SECONDS = 3600.0
+"""The LMS's own download is the platform's file: its budget is the whole class's."""
 """An LMS's download of a whole class may be large; each student's upload in it has the
 limits of one upload (:mod:`attnkit_autograder.classes.uploads`)."""
 REFUSED = "attnkit-refused.json"
@@ -74,7 +76,7 @@ class LayerExtractor(_plugin_base("ExtractorPlugin")):
         """The LMS's archive: its entries at the top, each student's upload unpacked."""
         staging = target.parent / f".{target.name}-{download.name}"
         shutil.rmtree(staging, ignore_errors=True)
-        budget = Budget(MAX_DOWNLOAD_BYTES, MAX_DOWNLOAD_MEMBERS)
+        budget = Budget(MAX_DOWNLOAD_BYTES, MAX_DOWNLOAD_MEMBERS, MAX_DOWNLOAD_SECONDS)
         problem = unpack(download, staging, budget, nested=False)
         if problem is not None:
             return {download.name: problem}
