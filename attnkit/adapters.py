@@ -267,6 +267,187 @@ def layer_property(
     return {"out": describe(out), "inputs_after": [_plain_array(a) for a in call_args]}
 
 
+# -- lesson 6: a cache, a layer or a model driven over several calls --------------------------
+
+
+def _raised(exc: Exception) -> dict[str, Any]:
+    """What a step that raised reports: the exception's type and its bounded message. A
+    kernel the grader withholds is not the step's answer: it ends the call."""
+    from .implementation import raised_message, raised_type
+    from .student_process.withheld import KernelWithheld
+
+    if isinstance(exc, KernelWithheld):
+        raise exc
+    return {"raised": raised_type(exc), "message": raised_message(exc)}
+
+
+def _stored(cache: Any) -> Any:
+    """The shape of what a cache stores (its ``keys``), as an int64 array, or None."""
+    torch = sys.modules.get("torch")
+    keys = getattr(cache, "keys", None)
+    if torch is not None and isinstance(keys, torch.Tensor):
+        return np.array(list(keys.shape), dtype=np.int64)
+    return None
+
+
+def cache_steps(
+    ns: Namespace,
+    name: str,
+    init_args: list[Any],
+    steps: list[dict[str, Any]],
+    init_kwargs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Build cache ``name`` and drive it through ``steps``, in order: ``{"keys": k,
+    "values": v}`` calls it with those arrays, ``{"reset": True}`` calls its ``reset()``.
+    Each step reports what came back (``out``), or what it raised (``raised``,
+    ``message``: a refused append is an answer, and the next steps go on), then the
+    cache's ``position`` and the shape of what it stores (``stored``, its ``keys``)."""
+    import torch
+
+    cache = lookup(ns, name)(*init_args, **(init_kwargs or {}))
+    reports = []
+    with torch.no_grad():
+        for step in steps:
+            report: dict[str, Any] = {"out": {"kind": "none"}, "raised": None, "message": None}
+            try:
+                if step.get("reset"):
+                    cache.reset()
+                else:
+                    keys, values = to_torch(step["keys"]), to_torch(step["values"])
+                    report["out"] = describe(cache(keys, values))
+            except Exception as exc:
+                report |= _raised(exc)
+            report["position"] = describe(getattr(cache, "position", None))
+            report["stored"] = _stored(cache)
+            reports.append(report)
+    return {"steps": reports}
+
+
+def _cache_tensors(caches: list[Any]) -> int:
+    """Bytes of the tensors the caches hold as ``keys`` and ``values``."""
+    torch = sys.modules.get("torch")
+    total = 0
+    for cache in caches:
+        for attribute in ("keys", "values"):
+            tensor = getattr(cache, attribute, None)
+            if torch is not None and isinstance(tensor, torch.Tensor):
+                total += tensor.numel() * tensor.element_size()
+    return total
+
+
+def decode(
+    ns: Namespace,
+    name: str,
+    init_args: list[Any],
+    chunks: list[np.ndarray],
+    init_kwargs: dict[str, Any] | None = None,
+    seed: int = 0,
+    state: dict[str, np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """Build layer or model ``name`` (seeded, ``state`` loaded, in eval mode) and feed it
+    ``chunks`` one after the other with a cache: a layer (lesson 6's attention) gets
+    ``cache = layer.new_cache(batch)`` and is called ``layer(chunk, cache)``; a model gets
+    ``model.start_caches(batch)`` and is called ``model(chunk, use_cache=True)``. Then the
+    chunks together, in one call without a cache (``full``). Reports each chunk's output,
+    the first cache's ``position`` and stored shape after each chunk, and the bytes every
+    cache holds at the end (``cache_bytes``)."""
+    import torch
+
+    seed_torch(seed)
+    module = lookup(ns, name)(*init_args, **(init_kwargs or {}))
+    if state:
+        load_state(module, state)
+    module.eval()
+    tensors = [to_torch(chunk) for chunk in chunks]
+    batch = int(tensors[0].shape[0])
+    outs, positions, stored = [], [], []
+    with torch.no_grad():
+        if hasattr(module, "start_caches"):
+            module.start_caches(batch)
+            caches = list(module.caches)
+
+            def step(chunk: Any) -> Any:
+                return module(chunk, use_cache=True)
+        else:
+            caches = [module.new_cache(batch)]
+
+            def step(chunk: Any) -> Any:
+                return module(chunk, caches[0])
+
+        for chunk in tensors:
+            outs.append(describe(step(chunk)))
+            positions.append(describe(getattr(caches[0], "position", None)))
+            stored.append(_stored(caches[0]))
+        full = describe(module(torch.cat(tensors, dim=1)))
+    return {
+        "chunks": outs,
+        "full": full,
+        "positions": positions,
+        "stored": stored,
+        "cache_bytes": np.array(_cache_tensors(caches), dtype=np.int64),
+        "inputs_after": [_plain_array(t) for t in tensors],
+    }
+
+
+def generation(
+    ns: Namespace,
+    init_args: list[Any],
+    prompts: list[np.ndarray],
+    max_new_tokens: int,
+    init_kwargs: dict[str, Any] | None = None,
+    seed: int = 0,
+    state: dict[str, np.ndarray] | None = None,
+    name: str = "generate",
+    model: str = "TinyDecoder",
+) -> dict[str, Any]:
+    """Build ``model`` (seeded, ``state`` loaded, eval mode) and call ``name(model, prompt,
+    max_new_tokens)`` on each prompt in turn, with the same model: each run reports what
+    came back (or what it raised) and how many tokens each call of the model was fed
+    (``fed``). Then, for each prompt, greedy decoding without any cache, done here:
+    ``model(ids)`` on the whole sequence at every step (``uncached``: its ids and logits)."""
+    import torch
+
+    seed_torch(seed)
+    built = lookup(ns, model)(*init_args, **(init_kwargs or {}))
+    if state:
+        load_state(built, state)
+    built.eval()
+    step = lookup(ns, name)
+    tensors = [to_torch(prompt) for prompt in prompts]
+    runs = []
+    with torch.no_grad():
+        for prompt in tensors:
+            fed: list[int] = []
+
+            def count(_module: Any, args: tuple[Any, ...], fed: list[int] = fed) -> None:
+                first = args[0] if args else None
+                fed.append(int(first.shape[-1]) if isinstance(first, torch.Tensor) else -1)
+
+            hook = built.register_forward_pre_hook(count)
+            run: dict[str, Any] = {"out": {"kind": "none"}, "raised": None, "message": None}
+            try:
+                run["out"] = describe(step(built, prompt, max_new_tokens))
+            except Exception as exc:
+                run |= _raised(exc)
+            finally:
+                hook.remove()
+            run["fed"] = np.array(fed, dtype=np.int64)
+            runs.append(run)
+        uncached = []
+        for prompt in tensors:
+            ids, chosen_from = prompt.clone(), []
+            for _ in range(max_new_tokens):
+                logits = built(ids)[:, -1]
+                chosen_from.append(logits)
+                ids = torch.cat([ids, logits.argmax(dim=-1, keepdim=True)], dim=1)
+            uncached.append(describe((ids, torch.stack(chosen_from, dim=1))))
+    return {
+        "runs": runs,
+        "uncached": uncached,
+        "inputs_after": [_plain_array(t) for t in tensors],
+    }
+
+
 def load_state(module: Any, state: Mapping[str, np.ndarray]) -> None:
     """Copy arrays into a module's parameters by name, checking each name and shape."""
     import torch
@@ -351,6 +532,9 @@ ADAPTERS: dict[str, Callable[..., dict[str, Any]]] = {
     "parameter_shapes": parameter_shapes,
     "train_step": train_step,
     "layer_property": layer_property,
+    "cache_steps": cache_steps,
+    "decode": decode,
+    "generation": generation,
 }
 
 
@@ -399,6 +583,24 @@ def _check_inputs_after(value: Any) -> None:
         raise MalformedResult("inputs_after is not a list of arrays")
 
 
+def _check_steps(value: Any, what: str, described: tuple[str, ...]) -> None:
+    """A list of step reports: descriptions under ``described`` and ``position``, an
+    exception's name and message (or None), arrays (or None) elsewhere."""
+    if not isinstance(value, list):
+        raise MalformedResult(f"{what} is not a list")
+    for item in value:
+        if not isinstance(item, dict) or not all(isinstance(k, str) for k in item):
+            raise MalformedResult(f"{what} holds something that is not a report")
+        for key, entry in item.items():
+            if key in (*described, "position"):
+                _check_description(entry)
+            elif key in ("raised", "message"):
+                if entry is not None and not isinstance(entry, str):
+                    raise MalformedResult(f"{what}: {key} is not text")
+            elif entry is not None and not isinstance(entry, np.ndarray):
+                raise MalformedResult(f"{what}: {key} is not an array")
+
+
 MAX_KERNELS = 1000
 """Kernel names a result may list (PyTorch has about 3,600 operators)."""
 
@@ -442,6 +644,32 @@ def validate_result(adapter: str, result: Any) -> dict[str, Any]:
         _check_arrays(result.get("params"), "params")
     elif adapter == "layer_property":
         _check_description(result.get("out"))
+        _check_inputs_after(result.get("inputs_after"))
+    elif adapter == "cache_steps":
+        _check_steps(result.get("steps"), "steps", ("out",))
+    elif adapter == "decode":
+        for key in ("chunks", "positions"):
+            items = result.get(key)
+            if not isinstance(items, list):
+                raise MalformedResult(f"{key} is not a list")
+            for item in items:
+                _check_description(item)
+        _check_description(result.get("full"))
+        stored = result.get("stored")
+        if not isinstance(stored, list) or not all(
+            s is None or isinstance(s, np.ndarray) for s in stored
+        ):
+            raise MalformedResult("stored is not a list of shapes")
+        if not isinstance(result.get("cache_bytes"), np.ndarray):
+            raise MalformedResult("cache_bytes is not a number")
+        _check_inputs_after(result.get("inputs_after"))
+    elif adapter == "generation":
+        _check_steps(result.get("runs"), "runs", ("out",))
+        uncached = result.get("uncached")
+        if not isinstance(uncached, list):
+            raise MalformedResult("uncached is not a list")
+        for item in uncached:
+            _check_description(item)
         _check_inputs_after(result.get("inputs_after"))
     elif adapter == "transfer_weights":
         if "raised" in result:
