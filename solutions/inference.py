@@ -64,9 +64,7 @@ class KVCache(nn.Module):
         super().__init__()
         self.max_tokens = max_tokens
         self.register_buffer("keys", torch.zeros(batch, heads, max_tokens, head_dim, dtype=dtype))
-        self.register_buffer(
-            "values", torch.zeros(batch, heads, max_tokens, head_dim, dtype=dtype)
-        )
+        self.register_buffer("values", torch.zeros(batch, heads, max_tokens, head_dim, dtype=dtype))
         self.position = 0
 
     def reset(self) -> None:
