@@ -301,7 +301,11 @@ class TinyDecoder(nn.Module):
         return self.head(x)
 
 
-@exercise(SLUG, "greedy decoding with the caches: prefill, then one token a step")
+@exercise(
+    SLUG,
+    "greedy decoding with the caches: prefill, then one token a step",
+    uses=("TinyDecoder",),
+)
 def generate(
     model: nn.Module, prompt: torch.Tensor, max_new_tokens: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
