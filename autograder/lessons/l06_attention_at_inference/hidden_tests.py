@@ -229,21 +229,23 @@ def test_rolling_cache_starts_over_after_reset(submission, reference) -> None:
     "pair i is (x[..., i], x[..., i + h])",
     "rotated by the angle p * theta ** (-2 * i / head_dim)",
     "(a, b) -> (a * cos - b * sin, a * sin + b * cos)",
+    "theta: a float, 10000.0 by default",
     "(not modified)",
 )
 @pytest.mark.parametrize(
     ("shape", "dtype", "theta"),
     [
-        ((2, 3, 5, 8), np.float32, 10000.0),
+        ((2, 3, 5, 8), np.float32, None),
         ((7, 16), np.float32, 10000.0),
-        ((4, 2), np.float32, 10000.0),
+        ((4, 2), np.float32, None),
         ((3, 6, 12), np.float64, 500.0),
     ],
 )
 def test_rope_matches_reference(submission, reference, shape, dtype, theta) -> None:
     x = randn(*shape, seed=shape[-1], dtype=dtype)
     positions = np.sort(rng(shape[-2]).choice(64, size=shape[-2], replace=False)).astype(np.int64)
-    same_call(submission, reference, "rope", x, positions, theta=theta, atol=1e-4, **T)
+    given = {} if theta is None else {"theta": theta}  # None: the default, theta = 10000
+    same_call(submission, reference, "rope", x, positions, atol=1e-4, **given, **T)
 
 
 def rotated(submission, x: np.ndarray, positions: np.ndarray, what: str) -> np.ndarray:
