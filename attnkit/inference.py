@@ -166,7 +166,7 @@ def show_cache_memory(
 def time_generation(
     model_class: Any,
     generate: Callable[..., Any],
-    new_tokens: int = 160,
+    new_tokens: int = 320,
     prompt_tokens: int = 16,
 ) -> dict[str, list[float]]:
     """Time each generated token, on this CPU, of the learner's ``model_class`` (a
