@@ -279,11 +279,12 @@ def _raised(exc: Exception) -> dict[str, Any]:
     """What a step that raised reports: the exception's type, and its bounded message unless
     it is the contract's refusal (:data:`REFUSAL`, worded by whoever wrote the cache: two
     correct caches refuse alike). Any other error's message, PyTorch's own, spells out the
-    shapes involved. A kernel the grader withholds is not the step's answer: it ends the call."""
+    shapes involved. A stub's NotImplementedError, and a kernel the grader withholds, are no
+    step's answer: they end the call."""
     from .implementation import raised_message, raised_type
     from .student_process.withheld import KernelWithheld
 
-    if isinstance(exc, KernelWithheld):
+    if isinstance(exc, KernelWithheld | NotImplementedError):
         raise exc
     name = raised_type(exc)
     return {"raised": name, "message": None if name == REFUSAL else raised_message(exc)}
