@@ -398,9 +398,8 @@ def generation(
     """Build ``model`` (seeded, ``state`` loaded, eval mode) and call ``name(model, prompt,
     max_new_tokens)`` on each prompt in turn, with the same model: each run reports what
     came back (or that a cache refused, :data:`REFUSAL`) and how many tokens each call of
-    the model was fed
-    (``fed``). Then, for each prompt, greedy decoding without any cache, done here:
-    ``model(ids)`` on the whole sequence at every step (``uncached``: its ids and logits)."""
+    the model was fed (``fed``). Then, for each run, greedy decoding without any cache,
+    checked in one pass (``uncached``, see :func:`teacher_forced`)."""
     import torch
 
     seed_torch(seed)
@@ -410,7 +409,7 @@ def generation(
     built.eval()
     step = lookup(ns, name)
     tensors = [to_torch(prompt) for prompt in prompts]
-    runs = []
+    runs, uncached = [], []
     with torch.no_grad():
         for prompt in tensors:
             fed: list[int] = []
@@ -421,27 +420,48 @@ def generation(
 
             hook = built.register_forward_pre_hook(count)
             run: dict[str, Any] = {"out": {"kind": "none"}, "raised": None}
+            returned = None
             try:
-                run["out"] = describe(step(built, prompt, max_new_tokens))
+                returned = step(built, prompt, max_new_tokens)
+                run["out"] = describe(returned)
             except ValueError:  # a cache refused: the other prompts go on
                 run["raised"] = REFUSAL
             finally:
                 hook.remove()
             run["fed"] = np.array(fed, dtype=np.int64)
             runs.append(run)
-        uncached = []
-        for prompt in tensors:
-            ids, chosen_from = prompt.clone(), []
-            for _ in range(max_new_tokens):
-                logits = built(ids)[:, -1]
-                chosen_from.append(logits)
-                ids = torch.cat([ids, logits.argmax(dim=-1, keepdim=True)], dim=1)
-            uncached.append(describe((ids, torch.stack(chosen_from, dim=1))))
+            uncached.append(teacher_forced(built, prompt, returned))
     return {
         "runs": runs,
         "uncached": uncached,
         "inputs_after": [_plain_array(t) for t in tensors],
     }
+
+
+def teacher_forced(model: Any, prompt: Any, returned: Any) -> dict[str, Any]:
+    """Greedy decoding without a cache, in one pass over the ids ``returned`` (when they are
+    the prompt followed by new token ids): the model fed them whole, with no cache, gives at
+    each position the logits uncached generation would choose the next token from, having
+    chosen those ids so far. So the ids are exactly uncached greedy decoding's if and only
+    if each new one is the argmax there. Reports those ids (the prompt, then each argmax)
+    and logits [batch, new tokens, vocab], or nothing for ids that are not such a sequence."""
+    import torch
+
+    ids = returned[0] if isinstance(returned, tuple | list) and len(returned) == 2 else None
+    start = int(prompt.shape[1])
+    vocab = getattr(getattr(model, "token_embedding", None), "num_embeddings", 0)
+    if not (
+        isinstance(ids, torch.Tensor)
+        and ids.dtype == torch.int64
+        and ids.dim() == 2
+        and ids.shape[0] == prompt.shape[0]
+        and ids.shape[1] > start
+        and int(ids.min()) >= 0
+        and int(ids.max()) < vocab
+    ):
+        return {"kind": "none"}
+    logits = model(ids[:, :-1])[:, start - 1 :]
+    return describe((torch.cat([prompt, logits.argmax(dim=-1)], dim=1), logits))
 
 
 def load_state(module: Any, state: Mapping[str, np.ndarray]) -> None:

@@ -519,12 +519,12 @@ def expect_uncached(run: dict[str, Any], uncached: dict[str, Any], prompt: np.nd
     if run["raised"] is not None:
         raise CheckFailed(f"generate {raised(run)} on {what}")
     ids, logits = pair_of_generated(run["out"])
-    want_ids, want_logits = uncached["items"]
     batch, start = prompt.shape
     expect_dtype(ids, np.int64, kind="tensor", what=f"the ids generated from {what}")
     expect_shape(ids, (batch, start + NEW_TOKENS), kind="tensor", what=f"the ids of {what}")
-    if not np.array_equal(ids["array"][:, :start], prompt):
-        raise CheckFailed(f"the ids of {what} do not start with the prompt")
+    if not np.array_equal(ids["array"][:, :start], prompt) or uncached["kind"] != "sequence":
+        raise CheckFailed(f"the ids of {what} are not the prompt followed by token ids")
+    want_ids, want_logits = uncached["items"]
     expect_dtype(logits, np.float32, kind="tensor", what=f"the logits of {what}")
     expect_array(
         logits, want_logits["array"], what=f"the logits each token of {what} was chosen from", **T
@@ -535,7 +535,8 @@ def expect_uncached(run: dict[str, Any], uncached: dict[str, Any], prompt: np.nd
             f"the ids generated from {what} differ from generation without a cache, first at "
             f"[{first[0]}, {first[1]}]: {ids['array'][tuple(first)]} instead of "
             f"{want_ids['array'][tuple(first)]}",
-            "Each new token is the argmax of the logits at the last position.",
+            "Each new token is the argmax of the logits at the last position. (Without a cache, "
+            "the model fed the whole sequence gives those logits at every position.)",
         )
     fed_tokens = [int(n) for n in run["fed"]]
     if fed_tokens[:1] != [start] or any(n != 1 for n in fed_tokens[1:]):
