@@ -146,9 +146,7 @@ def property_holds(number: int, examples: int, check: Callable[..., None], *stra
     "the new ones last",
     "self.position grows by t",
 )
-@pytest.mark.parametrize(
-    ("sizes", "max_tokens"), [((4, 1, 1, 3), 10), ((1, 1, 1, 1, 1), 5), ((6,), 6)]
-)
+@pytest.mark.parametrize(("sizes", "max_tokens"), [((4, 1, 1, 3), 10), ((6,), 6)])
 def test_kv_cache_matches_reference(submission, reference, sizes, max_tokens) -> None:
     steps = new_tokens(len(sizes), sizes, batch=2, heads=3, dim=4)
     same_steps(submission, reference, "KVCache", [2, 3, max_tokens, 4], steps, stored=False)
@@ -171,7 +169,7 @@ def test_kv_cache_refuses_to_overflow_and_resets(submission, reference) -> None:
     "a bool tensor [num_queries, num_keys]",
     "True where key j > i + (num_keys - num_queries)",
 )
-@pytest.mark.parametrize(("queries", "keys"), [(1, 1), (4, 4), (1, 9), (3, 10), (7, 8), (16, 40)])
+@pytest.mark.parametrize(("queries", "keys"), [(1, 1), (4, 4), (1, 9), (7, 30)])
 def test_chunk_causal_mask_matches_reference(submission, reference, queries, keys) -> None:
     same_call(submission, reference, "chunk_causal_mask", queries, keys, **T)
 
@@ -185,7 +183,7 @@ def test_chunk_causal_mask_matches_reference(submission, reference, queries, key
 )
 @pytest.mark.parametrize(
     ("queries", "keys", "window"),
-    [(6, 6, 1), (6, 6, 3), (1, 12, 4), (4, 11, 3), (5, 5, 5), (3, 7, 30), (10, 25, 6)],
+    [(6, 6, 1), (1, 12, 4), (4, 11, 3), (3, 7, 30), (10, 25, 6)],
 )
 def test_sliding_window_mask_matches_reference(submission, reference, queries, keys, window):
     same_call(submission, reference, "sliding_window_mask", queries, keys, window, **T)
@@ -204,7 +202,7 @@ def test_sliding_window_mask_matches_reference(submission, reference, queries, k
 )
 @pytest.mark.parametrize(
     ("sizes", "window"),
-    [((2, 1, 1, 2, 1, 5, 1), 3), ((1, 1, 1, 1, 1, 1, 1), 5), ((3, 4, 2), 20), ((4, 4), 1)],
+    [((2, 1, 1, 2, 1, 5, 1), 3), ((3, 4, 2), 20), ((4, 4), 1)],
 )
 def test_rolling_cache_matches_reference(submission, reference, sizes, window) -> None:
     steps = new_tokens(window + len(sizes), sizes, batch=2, heads=2, dim=4)
@@ -289,7 +287,7 @@ def test_rope_shifts_leave_every_dot_product_and_pair_length(submission) -> None
             rtol=1e-3,
         )
 
-    property_holds(61, 6, check, DIMS, st.integers(1, 6), st.integers(1, 300), SEEDS)
+    property_holds(61, 5, check, DIMS, st.integers(1, 6), st.integers(1, 300), SEEDS)
 
 
 @grade("test_rope")
@@ -310,7 +308,7 @@ def test_rope_of_one_token_is_its_row_of_the_sequence(submission) -> None:
             atol=1e-5,
         )
 
-    property_holds(62, 5, check, DIMS, st.integers(1, 8), SEEDS)
+    property_holds(62, 4, check, DIMS, st.integers(1, 8), SEEDS)
 
 
 # -- grouped-query attention ---------------------------------------------------------------------
@@ -335,7 +333,7 @@ def layer(heads: int, kv: int, head_dim: int = 4, context: int = 12, window=None
 )
 @pytest.mark.parametrize(
     ("heads", "kv", "head_dim", "window"),
-    [(4, 4, 4, None), (4, 2, 4, None), (4, 1, 4, None), (6, 3, 4, None), (4, 2, 2, 3)],
+    [(4, 4, 4, None), (4, 1, 4, None), (6, 3, 4, None), (4, 2, 2, 3)],
 )
 def test_gqa_matches_reference(submission, reference, heads, kv, head_dim, window) -> None:
     x = randn(2, 7, D_IN, seed=heads + kv)
@@ -423,15 +421,20 @@ CHUNKS = (4, 2, 1, 1)
 )
 def test_gqa_chunked_prefill_decoding_and_cache_bytes(submission, reference) -> None:
     measured = {}
-    for kv, window in ((4, None), (2, None), (1, None), (2, 3)):
+    for kv, window in ((2, None), (2, 3)):
         x = randn(2, sum(CHUNKS), D_IN, seed=40 + kv)
         chunks = np.split(x, np.cumsum(CHUNKS)[:-1], axis=1)
         got, _ = same_decode(
             submission, reference, "GroupedQueryAttention", layer(4, kv, window=window), chunks,
             seed=kv,
         )  # fmt: skip
-        if window is None:
-            measured[kv] = int(got["cache_bytes"])
+        measured.setdefault(kv, int(got["cache_bytes"]))
+    for kv in (4, 1):  # one token is enough to make and fill a cache
+        x = randn(2, 1, D_IN, seed=45 + kv)
+        got, _ = same_decode(
+            submission, reference, "GroupedQueryAttention", layer(4, kv), [x], seed=kv
+        )
+        measured[kv] = int(got["cache_bytes"])
     for kv in (2, 1):  # the cache's bytes fall by exactly num_heads / num_kv_heads
         if measured[kv] * (4 // kv) != measured[4]:
             raise CheckFailed(
@@ -491,7 +494,7 @@ def test_tiny_decoder_matches_reference(submission, reference, window) -> None:
     "with use_cache the tokens after those already cached",
     "with the block's own cache self.caches[i] when use_cache",
 )
-@pytest.mark.parametrize("window", [None, 3])
+@pytest.mark.parametrize("window", [None])  # with a window: test_generate
 def test_tiny_decoder_with_caches_matches_reference(submission, reference, window) -> None:
     ids = rng(71).integers(0, VOCAB, size=(2, sum(CHUNKS))).astype(np.int64)
     chunks = np.split(ids, np.cumsum(CHUNKS)[:-1], axis=1)
@@ -570,13 +573,14 @@ def same_generation(
 @pytest.mark.parametrize(
     ("window", "shapes", "new_tokens"),
     [
-        (None, [(2, 4)], 30),  # 30 tokens from one prompt
-        (None, [(2, 4), (2, 3)], 6),  # a second prompt on the same model
-        (None, [(2, 4), (1, 5)], 6),  # a second prompt of another batch size
-        (4, [(2, 5)], 8),  # rolling caches, past the window
+        (None, [(2, 4)], 30),  # 30 tokens from one prompt (a model of one block)
+        (None, [(2, 4), (2, 3)], 3),  # a second prompt on the same model
+        (None, [(2, 4), (1, 5)], 3),  # a second prompt of another batch size
+        (4, [(2, 5)], 4),  # rolling caches, past the window
     ],
 )
 def test_generate_matches_reference_and_uncached_generation(
     submission, reference, window, shapes, new_tokens
 ) -> None:
-    same_generation(submission, reference, [*GENERATOR, window], shapes, new_tokens, seed=80)
+    init = [*GENERATOR[:-1], 1 if new_tokens >= 30 else GENERATOR[-1], window]
+    same_generation(submission, reference, init, shapes, new_tokens, seed=80)
