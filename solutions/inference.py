@@ -229,7 +229,9 @@ class GroupedQueryAttention(nn.Module):
         # The new tokens' absolute positions: after the ones the cache already holds.
         start = 0 if cache is None else cache.position
         positions = torch.arange(start, start + num_tokens)
-        queries, keys = rope(queries, positions), rope(keys, positions)
+        # Queries and keys share their positions: one call of rope turns both.
+        both = rope(torch.cat([queries, keys], dim=1), positions)
+        queries, keys = both.split([self.num_heads, self.num_kv_heads], dim=1)
         if cache is not None:
             keys, values = cache(keys, values)  # every cached token's, the new ones last
 

@@ -183,7 +183,7 @@ def test_chunk_causal_mask_matches_reference(submission, reference, queries, key
 )
 @pytest.mark.parametrize(
     ("queries", "keys", "window"),
-    [(6, 6, 1), (1, 12, 4), (4, 11, 3), (3, 7, 30), (10, 25, 6)],
+    [(6, 6, 1), (1, 12, 4), (4, 11, 3), (3, 7, 30)],
 )
 def test_sliding_window_mask_matches_reference(submission, reference, queries, keys, window):
     same_call(submission, reference, "sliding_window_mask", queries, keys, window, **T)
@@ -287,7 +287,7 @@ def test_rope_shifts_leave_every_dot_product_and_pair_length(submission) -> None
             rtol=1e-3,
         )
 
-    property_holds(61, 5, check, DIMS, st.integers(1, 6), st.integers(1, 300), SEEDS)
+    property_holds(61, 4, check, DIMS, st.integers(1, 6), st.integers(1, 300), SEEDS)
 
 
 @grade("test_rope")
@@ -308,7 +308,7 @@ def test_rope_of_one_token_is_its_row_of_the_sequence(submission) -> None:
             atol=1e-5,
         )
 
-    property_holds(62, 4, check, DIMS, st.integers(1, 8), SEEDS)
+    property_holds(62, 3, check, DIMS, st.integers(1, 8), SEEDS)
 
 
 # -- grouped-query attention ---------------------------------------------------------------------
@@ -358,7 +358,7 @@ def repeated_kv(state: dict[str, np.ndarray], group: int, head_dim: int) -> dict
     "GroupedQueryAttention",
     "query head h uses key/value head h // (num_heads // num_kv_heads)",
 )
-@pytest.mark.parametrize("kv", [2, 1])
+@pytest.mark.parametrize("kv", [2])  # groups of two: with one group, any order is right
 def test_gqa_equals_multi_head_attention_after_a_weight_copy(submission, reference, kv) -> None:
     x = randn(2, 6, D_IN, seed=30 + kv)
     grouped = reference.probe("GroupedQueryAttention").module(layer(4, kv), [x], seed=kv)
