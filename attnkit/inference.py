@@ -229,5 +229,5 @@ def _timed(
             began = time.perf_counter()
             next_id = model(ids)[:, -1].argmax(dim=-1, keepdim=True)
             uncached.append(1000 * (time.perf_counter() - began))
-            ids = torch.cat([ids, next_id], dim=1)
+            ids = torch.cat((ids, next_id), dim=-1)  # the whole sequence again, next step
     return cached, uncached, torch.equal(ids, cached_ids)
