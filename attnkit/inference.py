@@ -66,7 +66,7 @@ def rope_dot_products(rope: Callable[..., Any], num_positions: int, head_dim: in
     return (rotated @ rotated.T / head_dim).numpy()
 
 
-def show_rope(rope: Callable[..., Any], num_positions: int = 64, head_dim: int = 64) -> Any:
+def show_rope(rope: Callable[..., Any], num_positions: int = 128, head_dim: int = 64) -> Any:
     """Draw what ``rope`` does to the dot product of a query and a key as their positions
     move apart: a heatmap over (query position, key position), which depends only on the
     distance between them, and the dot product against the distance. Returns the map."""
