@@ -108,6 +108,36 @@ class Probe:
             "layer_property", name=self.exercise.name, layer=layer, args=list(args), seed=seed
         )
 
+    def cache_steps(
+        self, init_args: list[Any], steps: list[dict[str, Any]], **kwargs: Any
+    ) -> dict[str, Any]:
+        """Build the exercise's cache and drive it through ``steps`` (see
+        adapters.cache_steps)."""
+        return self._run(
+            "cache_steps", name=self.exercise.name, init_args=init_args, steps=steps, **kwargs
+        )
+
+    def decode(self, init_args: list[Any], chunks: list[Any], **kwargs: Any) -> dict[str, Any]:
+        """Feed the exercise's layer or model ``chunks`` with a cache, then all of them at
+        once without one (see adapters.decode)."""
+        return self._run(
+            "decode", name=self.exercise.name, init_args=init_args, chunks=chunks, **kwargs
+        )
+
+    def generation(
+        self, init_args: list[Any], prompts: list[Any], max_new_tokens: int, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Generate from each prompt with the exercise, on one model the kit builds from the
+        notebook's ``TinyDecoder`` (see adapters.generation)."""
+        return self._run(
+            "generation",
+            name=self.exercise.name,
+            init_args=init_args,
+            prompts=prompts,
+            max_new_tokens=max_new_tokens,
+            **kwargs,
+        )
+
     def sibling(self, exercise: Exercise) -> Probe:
         """A probe for another exercise of the same implementation."""
         return Probe(self.impl, exercise, self.framework)
