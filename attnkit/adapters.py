@@ -28,7 +28,6 @@ values into them by those names before the forward pass.
 from __future__ import annotations
 
 import functools
-
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -322,8 +321,9 @@ def cache_steps(
     """Build cache ``name`` and drive it through ``steps``, in order: ``{"keys": k,
     "values": v}`` calls it with those arrays, ``{"reset": True}`` calls its ``reset()``.
     Each step reports what came back (``out``), or that it refused the tokens (``raised``:
-    :data:`REFUSAL`), then the cache's ``position`` and the shape of what it stores
-    (``stored``, its ``keys``)."""
+    :data:`REFUSAL`), the keys and values it was given as the call left them
+    (``keys_after``, ``values_after``), then the cache's ``position`` and the shape of what
+    it stores (``stored``, its ``keys``)."""
     import torch
 
     cache = lookup(ns, name)(*init_args, **(init_kwargs or {}))
@@ -336,7 +336,11 @@ def cache_steps(
                     cache.reset()
                 else:
                     keys, values = to_torch(step["keys"]), to_torch(step["values"])
-                    report["out"] = describe(cache(keys, values))
+                    try:
+                        report["out"] = describe(cache(keys, values))
+                    finally:  # the new tokens as the call left them ("not modified")
+                        report["keys_after"] = _plain_array(keys)
+                        report["values_after"] = _plain_array(values)
             except ValueError:
                 report["raised"] = REFUSAL
             report["position"] = describe(getattr(cache, "position", None))

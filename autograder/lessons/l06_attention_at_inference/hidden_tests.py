@@ -19,7 +19,7 @@ from hypothesis import seed as seeded
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
-from attnkit.compare import CheckFailed, expect_array, expect_kind, expect_shape
+from attnkit.compare import CheckFailed, expect_array, expect_kind, expect_shape, expect_unchanged
 from attnkit_autograder.grading.harness import grade
 from attnkit_autograder.grading.suite_support import (
     contract,
@@ -89,6 +89,11 @@ def same_steps(
                 f"{what} {said}, expected {theirs['raised']}: the new tokens do not fit",
                 "Check that the new tokens fit before writing anything, and raise ValueError.",
             )
+        if not step.get("reset"):
+            expect_unchanged(step["keys"], mine.get("keys_after"), f"the keys given to {what}")
+            expect_unchanged(
+                step["values"], mine.get("values_after"), f"the values given to {what}"
+            )
         if theirs["raised"] is None and not step.get("reset"):
             keys, values = returned_pair(mine["out"], what)
             want_keys, want_values = theirs["out"]["items"]
@@ -145,6 +150,7 @@ def property_holds(number: int, examples: int, check: Callable[..., None], *stra
     "two float32 tensors [batch, heads, position + t, head_dim]",
     "the new ones last",
     "self.position grows by t",
+    "(not modified)",
 )
 @pytest.mark.parametrize(("sizes", "max_tokens"), [((4, 1, 1, 3), 10), ((6,), 6)])
 def test_kv_cache_matches_reference(submission, reference, sizes, max_tokens) -> None:
@@ -199,6 +205,7 @@ def test_sliding_window_mask_matches_reference(submission, reference, queries, k
     "the kept tokens followed by the new ones",
     "hold the last min(position, window) tokens",
     "self.position has grown by t",
+    "(not modified)",
 )
 @pytest.mark.parametrize(
     ("sizes", "window"),
