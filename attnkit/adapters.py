@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from .tensor_memory import MemoryWatch
+
 Namespace = Mapping[str, Any]
 
 
@@ -108,6 +110,32 @@ def call_function(
     call_kwargs = {k: convert(v) for k, v in (kwargs or {}).items()}
     out = function(*call_args, **call_kwargs)
     return {"out": describe(out), "inputs_after": [_plain_array(a) for a in call_args]}
+
+
+def bounded_call(
+    ns: Namespace,
+    name: str,
+    args: list[Any],
+    kwargs: dict[str, Any] | None = None,
+    framework: str = "torch",
+    limit_bytes: int = 0,
+) -> dict[str, Any]:
+    """:func:`call_function`, with the call watched by :class:`MemoryWatch`: a tensor it
+    makes bigger than ``limit_bytes`` (or a NumPy peak above it) ends it with a
+    ``MemoryError``; ``memory`` says what the watch saw. In the grading sandbox that is
+    detail only (the worker's limit, set from outside, decides); in-process it stands in
+    for that limit."""
+    function = lookup(ns, name)
+    convert: Callable[[Any], Any] = to_torch if framework == "torch" else _copy_array
+    call_args = [convert(a) for a in args]
+    call_kwargs = {k: convert(v) for k, v in (kwargs or {}).items()}
+    with MemoryWatch(limit_bytes or None) as watch:
+        out = function(*call_args, **call_kwargs)
+    return {
+        "out": describe(out),
+        "inputs_after": [_plain_array(a) for a in call_args],
+        "memory": watch.report(),
+    }
 
 
 def run_module(
@@ -346,6 +374,7 @@ def _plain_array(value: Any) -> Any:
 
 ADAPTERS: dict[str, Callable[..., dict[str, Any]]] = {
     "call_function": call_function,
+    "bounded_call": bounded_call,
     "run_module": run_module,
     "transfer_weights": transfer_weights,
     "parameter_shapes": parameter_shapes,
@@ -399,6 +428,20 @@ def _check_inputs_after(value: Any) -> None:
         raise MalformedResult("inputs_after is not a list of arrays")
 
 
+def _check_memory(value: Any) -> None:
+    if not (
+        isinstance(value, dict)
+        and set(value) == {"largest", "largest_what", "peak"}
+        and all(
+            isinstance(value[k], int) and not isinstance(value[k], bool) and value[k] >= 0
+            for k in ("largest", "peak")
+        )
+        and isinstance(value["largest_what"], str)
+        and len(value["largest_what"]) <= 200
+    ):
+        raise MalformedResult("memory is not what the memory watch reports")
+
+
 MAX_KERNELS = 1000
 """Kernel names a result may list (PyTorch has about 3,600 operators)."""
 
@@ -426,6 +469,10 @@ def validate_result(adapter: str, result: Any) -> dict[str, Any]:
     if adapter == "call_function":
         _check_description(result.get("out"))
         _check_inputs_after(result.get("inputs_after"))
+    elif adapter == "bounded_call":
+        _check_description(result.get("out"))
+        _check_inputs_after(result.get("inputs_after"))
+        _check_memory(result.get("memory"))
     elif adapter == "run_module":
         _check_description(result.get("out"))
         _check_arrays(result.get("params"), "params")

@@ -42,7 +42,14 @@ from typing import Any
 
 from .shared_cells import share
 from .startup import frozen_when_loaded, into_huge_pages, preload
-from .worker import SCRATCH_MOUNTS, Worker, confine, set_not_dumpable, write_frame
+from .worker import (
+    SCRATCH_MOUNTS,
+    Worker,
+    confine,
+    resident_bytes,
+    set_not_dumpable,
+    write_frame,
+)
 
 
 def receive_spawn(control: socket.socket) -> tuple[dict[str, Any], list[int]]:
@@ -123,6 +130,10 @@ def _ending(pid: int, status: int, usage: Any, by_sandbox: bool) -> dict[str, An
         "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
         "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
+        # The kernel's account of the most memory the worker held resident at once (KiB),
+        # read here as the zygote reaps it: no worker can write it (the sandbox's /proc,
+        # where clear_refs would reset it, is read-only).
+        "max_rss_kib": int(usage.ru_maxrss),
         "by_sandbox": by_sandbox,
     }
 
@@ -301,6 +312,9 @@ def start_worker(limits: dict[str, Any], fds: list[int], scratch: str) -> None:
     worker = Worker(requests, replies, seal=bool(info.get("seccomp")))
     from .wire import encode
 
+    # Sent before any of the notebook's code runs, so the grader may believe it: where the
+    # worker starts from (its memory is measured against it when the zygote reaps it).
+    info |= {"pid": os.getpid(), "rss_at_start": resident_bytes()}
     write_frame(replies, encode({"ready": info}))
     worker.serve()
 

@@ -208,6 +208,15 @@ class WithholdingSubmission:
             else (self.primary.sandbox)
         )
 
+    def memory(self) -> dict[str, Any]:
+        """The workers' memory limit and the most any held, measured from outside (see
+        IsolatedSubmission.memory)."""
+        found: dict[str, Any] = {}
+        for worker in self.workers.values():
+            for key, value in worker.memory().items():
+                found[key] = max(found.get(key, value), value)
+        return found
+
     @property
     def history(self) -> CellHistory:
         """What the cells did: the primary's account (its cells ran first)."""

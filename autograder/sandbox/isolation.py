@@ -159,6 +159,9 @@ class Workers:
     """The sandbox itself (its zygote, with every worker) killed from outside."""
     allowance: list[int] = field(default_factory=lambda: [MAX_SUBMISSION_BYTES])
     """Bytes this submission may still send, shared by its workers."""
+    resident_at_start: dict[int, int] = field(default_factory=dict)
+    """Each worker's resident memory before any of the notebook's code ran, by its pid
+    (from its ready message, which it sends before that code runs)."""
 
 
 class IsolatedSubmission:
@@ -285,6 +288,11 @@ class IsolatedSubmission:
         self.workers.spawned += 1
         self.history.threads = 0
         ready = self.workers.channel.receive(time.monotonic() + 30, "starting")
+        said = ready.get("ready") if isinstance(ready, dict) else None
+        if isinstance(said, dict):
+            pid, resident = said.get("pid"), said.get("rss_at_start")
+            if all(isinstance(n, int) and not isinstance(n, bool) for n in (pid, resident)):
+                self.workers.resident_at_start[pid] = resident
         self.sandbox = {
             "level": self.workers.zygote.level,
             "bwrap": self.workers.zygote.bwrap,
@@ -370,6 +378,25 @@ class IsolatedSubmission:
         self._stop_worker()
 
     kill = close
+
+    def memory(self) -> dict[str, Any]:
+        """The memory limit of this submission's workers and the most any of them held,
+        measured from outside: the peak is the kernel's account of each worker's resident
+        memory, which the zygote reads as it reaps the worker (see WorkerEnd.peak_rss), and
+        ``added`` that peak less what the worker held before any notebook code ran. None of
+        it is the worker's word (its start is told before the notebook's code runs)."""
+        record: dict[str, Any] = {"limit_bytes": self.limits.memory_bytes}
+        peaks = [end for end in self.workers.endings if end.peak_rss is not None]
+        if peaks:
+            record["peak_rss_bytes"] = max(end.peak_rss or 0 for end in peaks)
+            added = [
+                (end.peak_rss or 0) - self.workers.resident_at_start[end.pid]
+                for end in peaks
+                if end.pid in self.workers.resident_at_start
+            ]
+            if added:
+                record["added_bytes"] = max(max(added), 0)
+        return record
 
     def prepare(self) -> None:
         """Start the first worker now (running the cells), instead of at the first call."""

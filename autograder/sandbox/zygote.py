@@ -81,6 +81,11 @@ class WorkerEnd:
     """The reset killed it (the grader was done with it, or stopped it)."""
     stopped: str | None = None
     """Why the sandbox stopped it while it ran (a key of STOP_REASONS), if it did."""
+    pid: int | None = None
+    """Its process id in the sandbox (what the worker's ready message names)."""
+    peak_rss: int | None = None
+    """The most memory it held resident at once, in bytes: the kernel's account (wait4),
+    read by the zygote as it reaped the worker."""
 
     @classmethod
     def parse(cls, data: dict[str, Any]) -> WorkerEnd:
@@ -88,6 +93,7 @@ class WorkerEnd:
             value = data.get(key)
             return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
+        peak = number("max_rss_kib")
         return cls(
             signal=number("signal"),
             exit=number("exit"),
@@ -95,6 +101,8 @@ class WorkerEnd:
             cpu_limit=int(number("cpu_limit") or 0),
             by_sandbox=data.get("by_sandbox") is True,
             stopped=data["stopped"] if data.get("stopped") in STOP_REASONS else None,
+            pid=int(number("pid")) if number("pid") is not None else None,
+            peak_rss=int(peak) * 1024 if peak is not None and peak >= 0 else None,
         )
 
     def killed_from_outside(self) -> bool:

@@ -1,0 +1,259 @@
+"""Lesson 7's helpers: draw the tiles and their running statistics, and measure what tiling
+buys on this machine.
+
+All three are for the student's eyes. ``lesson.show_tiles`` draws the grid of tiles one
+call of FlashAttention walks through, and how one query row's running maximum and sum
+change tile after tile. ``lesson.compare_memory`` and ``lesson.compare_time`` run the
+student's ``flash_attention`` and the naive attention that builds the whole score matrix, at
+growing lengths T, and plot the memory each held and the time each took. The grader does not
+run a cell that only calls them (see :func:`attnkit.notebook_code.is_check_cell`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+LENGTHS = (256, 512, 1024, 2048, 4096)
+"""The lengths T the comparisons run at: the naive version's score matrix grows as T^2."""
+
+
+def naive_attention(q: Any, k: Any, v: Any, causal: bool = False) -> tuple[Any, Any]:
+    """Attention that builds the whole [..., T_q, T_k] score matrix: the baseline the
+    comparisons measure against (output, log-sum-exp)."""
+    import torch
+
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if causal:
+        n_q, n_k = q.shape[-2], k.shape[-2]
+        future = torch.arange(n_k)[None, :] > torch.arange(n_q)[:, None] + (n_k - n_q)
+        scores = scores.masked_fill(future, -math.inf)
+    lse = torch.logsumexp(scores, dim=-1)
+    weights = torch.exp(scores - lse[..., None]).nan_to_num(0.0)
+    return weights @ v, lse
+
+
+def _tile_states(n_q: int, n_k: int, block_q: int, block_k: int, causal: bool) -> list[Any]:
+    """Per tile: (row start, column start, rows, columns, state), state being "full",
+    "partly masked" or "skipped" (every key in the future of every query)."""
+    offset = n_k - n_q
+    tiles = []
+    for i in range(0, n_q, block_q):
+        rows = min(block_q, n_q - i)
+        for j in range(0, n_k, block_k):
+            cols = min(block_k, n_k - j)
+            state = "full"
+            if causal and j > i + rows - 1 + offset:
+                state = "skipped"
+            elif causal and j + cols - 1 > i + offset:
+                state = "partly masked"
+            tiles.append((i, j, rows, cols, state))
+    return tiles
+
+
+def running_statistics(scores: Sequence[float], block: int) -> list[tuple[float, float, float]]:
+    """(maximum, sum of exp(score - maximum), rescale factor exp(m_old - m_new)) after each
+    block of one row of scores: what the online softmax keeps."""
+    m, total, found = -math.inf, 0.0, []
+    for start in range(0, len(scores), block):
+        chunk = [s for s in scores[start : start + block] if s != -math.inf]
+        m_new = max([m, *chunk])
+        factor = math.exp(m - m_new) if m_new != -math.inf else 1.0
+        total = total * factor + sum(math.exp(s - m_new) for s in chunk)
+        found.append((m_new, total, factor))
+        m = m_new
+    return found
+
+
+def show_tiles(
+    num_queries: int = 10,
+    num_keys: int = 13,
+    block_q: int = 4,
+    block_k: int = 5,
+    causal: bool = True,
+    seed: int = 7,
+) -> list[tuple[float, float, float]]:
+    """Draw the tiles of one FlashAttention call over a ``num_queries`` x ``num_keys`` score
+    matrix (causal: aligned bottom-right), numbered in the order they are computed, the
+    masked scores hatched and the skipped tiles grey; and, for the last query row, the
+    running maximum and sum after each key tile. Returns that row's statistics."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    tiles = _tile_states(num_queries, num_keys, block_q, block_k, causal)
+    fig, (grid, stats) = plt.subplots(1, 2, figsize=(11, 4.2), width_ratios=(1.1, 1))
+    colours = {"full": "#9ecae1", "partly masked": "#c6dbef", "skipped": "#e0e0e0"}
+    offset = num_keys - num_queries
+    order = 0
+    for i, j, rows, cols, state in tiles:
+        grid.add_patch(Rectangle((j, i), cols, rows, facecolor=colours[state], edgecolor="k"))
+        if state != "skipped":
+            order += 1
+            label = f"{order}" + (" (tail)" if rows < block_q or cols < block_k else "")
+            grid.text(j + cols / 2, i + rows / 2, label, ha="center", va="center", fontsize=9)
+    if causal:
+        for row in range(num_queries):
+            for col in range(row + offset + 1, num_keys):
+                grid.add_patch(
+                    Rectangle((col, row), 1, 1, fill=False, hatch="///", linewidth=0, alpha=0.4)
+                )
+    grid.set_xlim(0, num_keys)
+    grid.set_ylim(num_queries, 0)
+    grid.set_aspect("equal")
+    grid.set_xlabel(f"keys (T_k = {num_keys}, blocks of {block_k})")
+    grid.set_ylabel(f"queries (T_q = {num_queries}, blocks of {block_q})")
+    grid.set_title(
+        "tiles, in the order they are computed\n(hatched: masked scores; grey: tiles skipped)",
+        fontsize=10,
+    )
+    handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="k") for c in colours.values()]
+    grid.legend(handles, list(colours), loc="lower left", fontsize=8, framealpha=0.9)
+
+    import random
+
+    generator = random.Random(seed)
+    last = num_queries - 1
+    visible = last + offset if causal else num_keys - 1
+    row = [
+        generator.gauss(0, 1.5) + 0.4 * j if j <= visible else -math.inf for j in range(num_keys)
+    ]
+    found = running_statistics(row, block_k)
+    blocks = range(1, len(found) + 1)
+    stats.plot(blocks, [m for m, _, _ in found], "o-", label="running maximum m")
+    stats.plot(blocks, [t for _, t, _ in found], "s-", label="running sum l of exp(s - m)")
+    for number, (_, total, factor) in zip(blocks, found, strict=True):
+        if factor < 1:
+            stats.annotate(
+                f"max grew: old sum x {factor:.2f}",
+                (number, total),
+                textcoords="offset points",
+                xytext=(6, -14),
+                fontsize=8,
+            )
+    stats.set_xticks(list(blocks))
+    stats.set_xlabel("key tiles seen so far")
+    stats.set_title(f"query row {last}: the statistics after each key tile", fontsize=10)
+    stats.legend(fontsize=8)
+    fig.tight_layout()
+    plt.show()
+    return found
+
+
+def _inputs(length: int, heads: int, dim: int, seed: int) -> tuple[Any, Any, Any]:
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(1, heads, length, dim, generator=generator) for _ in range(3))
+
+
+def _both(flash_attention: Callable[..., Any], block: int) -> tuple[Callable[..., Any], ...]:
+    """The naive version, then the student's with square tiles of ``block``."""
+
+    def tiled(q: Any, k: Any, v: Any) -> Any:
+        return flash_attention(q, k, v, block, block)
+
+    return naive_attention, tiled
+
+
+def measure_memory(
+    flash_attention: Callable[..., Any],
+    lengths: Sequence[int] = LENGTHS,
+    heads: int = 2,
+    dim: int = 16,
+    block: int = 128,
+) -> list[tuple[int, float, float]]:
+    """(T, MiB the naive version held at once, MiB ``flash_attention`` held at once) at each
+    length: the tensors each call made and kept alive together (see
+    attnkit.tensor_memory.MemoryWatch), inputs not counted."""
+    from .tensor_memory import MIB, MemoryWatch
+
+    rows = []
+    for length in lengths:
+        q, k, v = _inputs(length, heads, dim, seed=length)
+        held = []
+        for run in _both(flash_attention, block):
+            with MemoryWatch() as watch:
+                run(q, k, v)
+            held.append(max(watch.peak, watch.numpy_peak) / MIB)
+        rows.append((length, held[0], held[1]))
+    return rows
+
+
+def measure_time(
+    flash_attention: Callable[..., Any],
+    lengths: Sequence[int] = LENGTHS,
+    heads: int = 2,
+    dim: int = 16,
+    block: int = 128,
+    repeats: int = 2,
+) -> list[tuple[int, float, float]]:
+    """(T, seconds of the naive version, seconds of ``flash_attention``) at each length, the
+    best of ``repeats`` runs each."""
+    rows = []
+    for length in lengths:
+        q, k, v = _inputs(length, heads, dim, seed=length)
+        best = []
+        for run in _both(flash_attention, block):
+            seconds = math.inf
+            for _ in range(repeats):
+                started = time.perf_counter()
+                run(q, k, v)
+                seconds = min(seconds, time.perf_counter() - started)
+            best.append(seconds)
+        rows.append((length, best[0], best[1]))
+    return rows
+
+
+def _plot(rows: list[tuple[int, float, float]], ylabel: str, title: str, log: bool) -> None:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    lengths = [r[0] for r in rows]
+    ax.plot(lengths, [r[1] for r in rows], "o-", label="naive: the whole T x T score matrix")
+    ax.plot(lengths, [r[2] for r in rows], "s-", label="your flash_attention: one tile at a time")
+    ax.set_xscale("log", base=2)
+    if log:
+        ax.set_yscale("log")
+    ax.set_xticks(lengths, [str(n) for n in lengths])
+    ax.set_xlabel("sequence length T")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    plt.show()
+
+
+def compare_memory(
+    flash_attention: Callable[..., Any], lengths: Sequence[int] = LENGTHS, block: int = 128
+) -> list[tuple[int, float, float]]:
+    """Measure and plot the memory of naive attention and of ``flash_attention`` against T
+    (1 sequence, 2 heads of 16 features, blocks of ``block``); print the table."""
+    rows = measure_memory(flash_attention, lengths, block=block)
+    print(f"{'T':>6}  {'naive (MiB)':>12}  {'tiled (MiB)':>12}")
+    for length, naive, tiled in rows:
+        print(f"{length:>6}  {naive:>12.1f}  {tiled:>12.2f}")
+    _plot(rows, "MiB of tensors held at once", "memory: T^2 against T", log=True)
+    return rows
+
+
+def compare_time(
+    flash_attention: Callable[..., Any], lengths: Sequence[int] = LENGTHS, block: int = 128
+) -> list[tuple[int, float, float]]:
+    """Time naive attention and ``flash_attention`` against T on this machine's CPU, plot
+    both and print the table, and what the numbers mean."""
+    rows = measure_time(flash_attention, lengths, block=block)
+    print(f"{'T':>6}  {'naive (s)':>10}  {'tiled (s)':>10}")
+    for length, naive, tiled in rows:
+        print(f"{length:>6}  {naive:>10.4f}  {tiled:>10.4f}")
+    _plot(rows, "seconds (best of 2)", "time on this CPU", log=True)
+    print(
+        "On a CPU the tiled version is about memory, not speed: the naive one makes a few big "
+        "matrix products that PyTorch runs at full speed, the tiled one many small ones driven "
+        "by a Python loop. On a GPU, FlashAttention is faster because each tile stays in the "
+        "chip's small fast memory while the T x T matrix would travel to and from its large "
+        "slow one; here the gain is that the memory stops growing as T^2."
+    )
+    return rows
