@@ -174,7 +174,7 @@ def measure_memory(
         q, k, v = _inputs(length, heads, dim, seed=length)
         held = []
         for run in _both(flash_attention, block):
-            with MemoryWatch() as watch:
+            with MemoryWatch(live=True, numpy=True) as watch:
                 run(q, k, v)
             held.append(max(watch.peak, watch.numpy_peak) / MIB)
         rows.append((length, held[0], held[1]))

@@ -60,7 +60,8 @@ def _mode_class() -> Any:
         return _MODE[0]
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_leaves
+
+    tensor = torch.Tensor
 
     class Sizes(TorchDispatchMode):
         def __init__(self, watch: MemoryWatch) -> None:
@@ -81,25 +82,44 @@ def _mode_class() -> Any:
                     f"{func.overloadpacket} could not allocate memory{_where()}: "
                     f"{str(exc).splitlines()[0][:160]}"
                 ) from None
-            for leaf in tree_leaves(out):
-                if isinstance(leaf, torch.Tensor):
-                    self.watch.made(leaf, func)
+            if isinstance(out, tensor):
+                self.watch.made(out, func)
+            elif isinstance(out, tuple | list):
+                for item in out:
+                    if isinstance(item, tensor):
+                        self.watch.made(item, func)
             return out
 
     _MODE.append(Sizes)
     return Sizes
 
 
+def address_space_limited() -> bool:
+    """Whether the kernel bounds this process's address space (the grading sandbox's
+    workers): there it, not the watch, stops a call that maps too much."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not a POSIX system
+        return False
+    return resource.getrlimit(resource.RLIMIT_AS)[1] != resource.RLIM_INFINITY
+
+
 class MemoryWatch:
     """Watch the memory of the code run inside ``with``; ``limit`` (bytes) ends it when it
     makes a bigger tensor, or NumPy's peak exceeds it.
 
-    ``largest`` is the biggest tensor made (bytes, and what made it), ``peak`` the most
-    bytes of tensors made here alive at once, ``numpy_peak`` NumPy's (and Python's) peak of
-    new allocations, from ``tracemalloc``."""
+    ``largest`` is the biggest tensor made (bytes, and what made it); with ``live``, ``peak``
+    is the most bytes of tensors made here alive at once (each output until the collector
+    frees it); ``numpy_peak`` is NumPy's (and Python's) peak of new allocations, from
+    ``tracemalloc``, watched unless ``numpy`` is False (by default, wherever the kernel
+    does not bound the process's address space: see :func:`address_space_limited`)."""
 
-    def __init__(self, limit: int | None = None) -> None:
+    def __init__(
+        self, limit: int | None = None, live: bool = False, numpy: bool | None = None
+    ) -> None:
         self.limit = limit
+        self.live_too = live
+        self.numpy = not address_space_limited() if numpy is None else numpy
         self.largest = 0
         self.largest_what = ""
         self.live = 0
@@ -108,13 +128,15 @@ class MemoryWatch:
         self._seen: dict[int, int] = {}
         self._mode: Any = None
         self._tracing = False
+        self._start = 0
 
     # -- PyTorch's side ------------------------------------------------------------------------
 
     def made(self, tensor: Any, func: Any) -> None:
-        """One output of a kernel: count its storage once, while it lives."""
+        """One output of a kernel: the largest so far? (and, with ``live``, count its
+        storage once, while it lives)."""
         storage = tensor.untyped_storage()
-        key, size = storage.data_ptr(), storage.nbytes()
+        size = storage.nbytes()
         if size > self.largest:
             self.largest = size
             shape = list(tensor.shape)
@@ -124,7 +146,8 @@ class MemoryWatch:
                     f"{self.largest_what}{_where()}, more than the {mib(self.limit)} this call "
                     "may hold"
                 )
-        if key in self._seen or not size:
+        key = storage.data_ptr()
+        if not self.live_too or key in self._seen or not size:
             return  # a view of a storage counted already (or of an input)
         self._seen[key] = size
         self.live += size
@@ -137,24 +160,27 @@ class MemoryWatch:
     # -- the block -----------------------------------------------------------------------------
 
     def __enter__(self) -> MemoryWatch:
-        import tracemalloc
+        if self.numpy:
+            import tracemalloc
 
-        self._tracing = not tracemalloc.is_tracing()
-        if self._tracing:
-            tracemalloc.start()
-        tracemalloc.reset_peak()
-        self._start = tracemalloc.get_traced_memory()[0]
+            self._tracing = not tracemalloc.is_tracing()
+            if self._tracing:
+                tracemalloc.start()
+            tracemalloc.reset_peak()
+            self._start = tracemalloc.get_traced_memory()[0]
         if "torch" in sys.modules:
             self._mode = _mode_class()(self)
             self._mode.__enter__()
         return self
 
     def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
-        import tracemalloc
-
         if self._mode is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
+        if not self.numpy:
+            return
+        import tracemalloc
+
         self.numpy_peak = max(tracemalloc.get_traced_memory()[1] - self._start, 0)
         if self._tracing:
             tracemalloc.stop()

@@ -137,15 +137,6 @@ def _low32(seccomp: Any, index: int, value: int) -> Any:
     return seccomp.Arg(index, seccomp.MASKED_EQ, 0xFFFFFFFF, value)
 
 
-def resident_bytes() -> int:
-    """This process's resident memory now (``/proc/self/statm``), in bytes; 0 if unreadable."""
-    try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 def confine(limits: dict[str, Any], scratch: str) -> dict[str, Any]:
     """Limits for one worker, applied after the fork and before any student code."""
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -173,7 +164,11 @@ def confine(limits: dict[str, Any], scratch: str) -> dict[str, Any]:
     os.environ["TMPDIR"] = workdir
     seccomp_on = bool(limits.get("seccomp", True))
     install_seccomp(full=seccomp_on)
-    return {"seccomp": seccomp_on, "memory_limit": "address space of the one worker process"}
+    return {
+        "seccomp": seccomp_on,
+        "memory_limit": "address space of the one worker process",
+        "mapped_at_start": mapped,
+    }
 
 
 # -- the worker ---------------------------------------------------------------------------------

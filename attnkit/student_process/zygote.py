@@ -42,14 +42,7 @@ from typing import Any
 
 from .shared_cells import share
 from .startup import frozen_when_loaded, into_huge_pages, preload
-from .worker import (
-    SCRATCH_MOUNTS,
-    Worker,
-    confine,
-    resident_bytes,
-    set_not_dumpable,
-    write_frame,
-)
+from .worker import SCRATCH_MOUNTS, Worker, confine, set_not_dumpable, write_frame
 
 
 def receive_spawn(control: socket.socket) -> tuple[dict[str, Any], list[int]]:
@@ -239,6 +232,24 @@ def answer_share(
     return {"shareable": len(shareable)}
 
 
+def answer_measure(
+    request: dict[str, Any], scratch: str, children: dict[int, int], own_user: bool
+) -> dict[str, Any]:
+    """The memory of each live worker, read from outside it (``/proc/<pid>/status``): the
+    most address space it ever mapped (VmPeak, which no interface lets a process lower) and
+    the most it held resident (VmHWM, which only a write to its clear_refs could lower: the
+    sandbox's /proc is read-only). In bytes, by pid; a worker that has ended is left out."""
+    found: dict[str, dict[str, int]] = {}
+    for pid in children:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            with open(f"/proc/{pid}/status") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+            found[str(pid)] = {
+                key: int(fields[key].split()[0]) * 1024 for key in ("VmPeak", "VmHWM")
+            }
+    return {"measured": found}
+
+
 def answer_reset(
     request: dict[str, Any], scratch: str, children: dict[int, int], own_user: bool
 ) -> dict[str, Any]:
@@ -250,6 +261,9 @@ def answer_reset(
         _HugePages.done = True
     return {"clean": True, "ended": ended}
 
+
+ANSWERS = {"share": answer_share, "reset": answer_reset, "measure": answer_measure}
+"""The zygote's answers to the grader's requests other than ``spawn``."""
 
 HUGE_PAGES_AFTER = 16
 """Workers a sandbox forks before its memory moves onto huge pages (into_huge_pages): the
@@ -312,9 +326,9 @@ def start_worker(limits: dict[str, Any], fds: list[int], scratch: str) -> None:
     worker = Worker(requests, replies, seal=bool(info.get("seccomp")))
     from .wire import encode
 
-    # Sent before any of the notebook's code runs, so the grader may believe it: where the
-    # worker starts from (its memory is measured against it when the zygote reaps it).
-    info |= {"pid": os.getpid(), "rss_at_start": resident_bytes()}
+    # Sent before any of the notebook's code runs, so the grader may believe it: which
+    # process it is (the zygote measures its memory from outside, against where it started).
+    info |= {"pid": os.getpid()}
     write_frame(replies, encode({"ready": info}))
     worker.serve()
 
@@ -345,14 +359,13 @@ def zygote(
             request, fds = next_request(control, children, baseline)
         except (EOFError, OSError, ValueError):
             os._exit(0)
-        if request.get("op") in ("share", "reset"):
+        if request.get("op") in ANSWERS:
             for fd in fds:
                 os.close(fd)
-            answer = (answer_share if request["op"] == "share" else answer_reset)(
-                request, scratch, children, own_user
-            )
+            answer = ANSWERS[request["op"]](request, scratch, children, own_user)
             control.sendall(json.dumps(answer).encode())
-            baseline = files_in_scratch()
+            if request["op"] != "measure":  # a worker may be running: its files still count
+                baseline = files_in_scratch()
             continue
         if len(fds) != 2:
             for fd in fds:

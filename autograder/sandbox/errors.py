@@ -54,7 +54,15 @@ KNOWN_TYPES = frozenset(
     name
     for name, value in vars(builtins).items()
     if isinstance(value, type) and issubclass(value, BaseException)
-) | {"MissingDefinition", "AxisError", "LinAlgError", "OutOfMemoryError", WITHHELD_TYPE}
+) | {
+    "MissingDefinition",
+    "AxisError",
+    "LinAlgError",
+    "OutOfMemoryError",
+    "_ArrayMemoryError",  # NumPy's MemoryError
+    "HeldTooMuch",  # the kit's memory watch (attnkit.tensor_memory)
+    WITHHELD_TYPE,
+}
 """The exception names feedback repeats: Python's own and the libraries' few. A class the
 notebook defines could name itself anything (the inputs it saw included), so it is called
 ``Exception``: only the bounded message is the student's to say."""

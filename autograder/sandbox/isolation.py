@@ -19,6 +19,7 @@ outside is skipped on that replay. A budget per submission bounds the total.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import signal
 import time
@@ -159,9 +160,13 @@ class Workers:
     """The sandbox itself (its zygote, with every worker) killed from outside."""
     allowance: list[int] = field(default_factory=lambda: [MAX_SUBMISSION_BYTES])
     """Bytes this submission may still send, shared by its workers."""
-    resident_at_start: dict[int, int] = field(default_factory=dict)
-    """Each worker's resident memory before any of the notebook's code ran, by its pid
-    (from its ready message, which it sends before that code runs)."""
+    mapped_at_start: dict[int, int] = field(default_factory=dict)
+    """The address space each worker had mapped when its limit was set, before any of the
+    notebook's code ran, by its pid (from its ready message, sent before that code runs):
+    its memory limit is what it may map beyond this."""
+    measured: dict[int, dict[str, int]] = field(default_factory=dict)
+    """Each worker's memory as the zygote read it when the grader was done with the worker
+    (see Zygote.measure), by pid."""
 
 
 class IsolatedSubmission:
@@ -290,9 +295,9 @@ class IsolatedSubmission:
         ready = self.workers.channel.receive(time.monotonic() + 30, "starting")
         said = ready.get("ready") if isinstance(ready, dict) else None
         if isinstance(said, dict):
-            pid, resident = said.get("pid"), said.get("rss_at_start")
-            if all(isinstance(n, int) and not isinstance(n, bool) for n in (pid, resident)):
-                self.workers.resident_at_start[pid] = resident
+            pid, mapped = said.get("pid"), said.get("mapped_at_start")
+            if all(isinstance(n, int) and not isinstance(n, bool) for n in (pid, mapped)):
+                self.workers.mapped_at_start[pid] = mapped
         self.sandbox = {
             "level": self.workers.zygote.level,
             "bwrap": self.workers.zygote.bwrap,
@@ -351,6 +356,10 @@ class IsolatedSubmission:
         return reply
 
     def _stop_worker(self) -> None:
+        if self.workers.channel is not None and self.workers.zygote is not None:
+            # While the worker still lives: what it mapped at most, read by the zygote.
+            with contextlib.suppress(SandboxDied):
+                self.workers.measured.update(self.workers.zygote.measure())
         if self.workers.channel is not None:
             self.workers.channel.close()
             self.workers.channel = None
@@ -380,22 +389,24 @@ class IsolatedSubmission:
     kill = close
 
     def memory(self) -> dict[str, Any]:
-        """The memory limit of this submission's workers and the most any of them held,
-        measured from outside: the peak is the kernel's account of each worker's resident
-        memory, which the zygote reads as it reaps the worker (see WorkerEnd.peak_rss), and
-        ``added`` that peak less what the worker held before any notebook code ran. None of
-        it is the worker's word (its start is told before the notebook's code runs)."""
+        """The memory limit of this submission's workers and the most any of them used,
+        measured from outside: ``peak_bytes`` is the address space a worker mapped at its
+        peak beyond what it had when its limit was set (the zygote reads VmPeak from
+        ``/proc`` while the worker lives; no interface lets a process lower it), the figure
+        the limit bounds; ``peak_rss_bytes`` the most it held resident, PyTorch's pages
+        included (the kernel's account, read as the zygote reaps it). Neither is the
+        worker's word: where it started it says before any notebook code runs."""
         record: dict[str, Any] = {"limit_bytes": self.limits.memory_bytes}
-        peaks = [end for end in self.workers.endings if end.peak_rss is not None]
-        if peaks:
-            record["peak_rss_bytes"] = max(end.peak_rss or 0 for end in peaks)
-            added = [
-                (end.peak_rss or 0) - self.workers.resident_at_start[end.pid]
-                for end in peaks
-                if end.pid in self.workers.resident_at_start
-            ]
-            if added:
-                record["added_bytes"] = max(max(added), 0)
+        added = [
+            sizes["VmPeak"] - self.workers.mapped_at_start[pid]
+            for pid, sizes in self.workers.measured.items()
+            if "VmPeak" in sizes and pid in self.workers.mapped_at_start
+        ]
+        if added:
+            record["peak_bytes"] = max(max(added), 0)
+        resident = [end.peak_rss for end in self.workers.endings if end.peak_rss is not None]
+        if resident:
+            record["peak_rss_bytes"] = max(resident)
         return record
 
     def prepare(self) -> None:

@@ -280,6 +280,25 @@ class Zygote:
             self.offered |= {cell["source"] for cell in new}
         return frozenset(self.offered)
 
+    def measure(self) -> dict[int, dict[str, int]]:
+        """Each live worker's memory as the zygote reads it from ``/proc`` (VmPeak: the most
+        address space it ever mapped; VmHWM: the most it held resident), in bytes, by pid.
+        Raises SandboxDied if the zygote does not answer."""
+        self.wait_ready()
+        try:
+            self.control.sendmsg([json.dumps({"op": "measure"}).encode()])
+            answer = self._receive(CONTROL_TIMEOUT)
+        except OSError as exc:
+            raise SandboxDied(f"the sandbox is gone ({exc})") from None
+        found = answer.get("measured")
+        if not isinstance(found, dict):
+            raise SandboxDied("the sandbox did not answer a request to measure")
+        return {
+            int(pid): {k: v for k, v in sizes.items() if isinstance(v, int)}
+            for pid, sizes in found.items()
+            if isinstance(pid, str) and pid.isdigit() and isinstance(sizes, dict)
+        }
+
     def reset(self, grace: float = 0.0) -> list[WorkerEnd]:
         """Kill every worker and empty /tmp; how each worker since the last reset ended.
         ``grace``: seconds to let a dying worker end by itself first (its pipes closed).
