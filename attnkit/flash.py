@@ -80,25 +80,43 @@ def show_tiles(
     masked scores hatched and the skipped tiles grey; and, for the last query row, the
     running maximum and sum after each key tile. Returns that row's statistics."""
     import matplotlib.pyplot as plt
+
+    fig, (grid, stats) = plt.subplots(1, 2, figsize=(11, 4.2), width_ratios=(1.1, 1))
+    _draw_tiles(grid, num_queries, num_keys, block_q, block_k, causal)
+    import random
+
+    generator = random.Random(seed)
+    last = num_queries - 1
+    visible = last + num_keys - num_queries if causal else num_keys - 1
+    row = [
+        generator.gauss(0, 1.5) + 0.4 * j if j <= visible else -math.inf for j in range(num_keys)
+    ]
+    found = running_statistics(row, block_k)
+    _draw_statistics(stats, found, last)
+    fig.tight_layout()
+    plt.show()
+    return found
+
+
+def _draw_tiles(
+    grid: Any, num_queries: int, num_keys: int, block_q: int, block_k: int, causal: bool
+) -> None:
+    """The grid of tiles, numbered in order, the masked scores hatched."""
     from matplotlib.patches import Rectangle
 
-    tiles = _tile_states(num_queries, num_keys, block_q, block_k, causal)
-    fig, (grid, stats) = plt.subplots(1, 2, figsize=(11, 4.2), width_ratios=(1.1, 1))
     colours = {"full": "#9ecae1", "partly masked": "#c6dbef", "skipped": "#e0e0e0"}
-    offset = num_keys - num_queries
     order = 0
-    for i, j, rows, cols, state in tiles:
+    for i, j, rows, cols, state in _tile_states(num_queries, num_keys, block_q, block_k, causal):
         grid.add_patch(Rectangle((j, i), cols, rows, facecolor=colours[state], edgecolor="k"))
         if state != "skipped":
             order += 1
             label = f"{order}" + (" (tail)" if rows < block_q or cols < block_k else "")
             grid.text(j + cols / 2, i + rows / 2, label, ha="center", va="center", fontsize=9)
-    if causal:
-        for row in range(num_queries):
-            for col in range(row + offset + 1, num_keys):
-                grid.add_patch(
-                    Rectangle((col, row), 1, 1, fill=False, hatch="///", linewidth=0, alpha=0.4)
-                )
+    for row in range(num_queries if causal else 0):
+        for col in range(row + num_keys - num_queries + 1, num_keys):
+            grid.add_patch(
+                Rectangle((col, row), 1, 1, fill=False, hatch="///", linewidth=0, alpha=0.4)
+            )
     grid.set_xlim(0, num_keys)
     grid.set_ylim(num_queries, 0)
     grid.set_aspect("equal")
@@ -111,15 +129,9 @@ def show_tiles(
     handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="k") for c in colours.values()]
     grid.legend(handles, list(colours), loc="lower left", fontsize=8, framealpha=0.9)
 
-    import random
 
-    generator = random.Random(seed)
-    last = num_queries - 1
-    visible = last + offset if causal else num_keys - 1
-    row = [
-        generator.gauss(0, 1.5) + 0.4 * j if j <= visible else -math.inf for j in range(num_keys)
-    ]
-    found = running_statistics(row, block_k)
+def _draw_statistics(stats: Any, found: list[tuple[float, float, float]], last: int) -> None:
+    """One row's running maximum and sum after each key tile, and where the sum shrank."""
     blocks = range(1, len(found) + 1)
     stats.plot(blocks, [m for m, _, _ in found], "o-", label="running maximum m")
     stats.plot(blocks, [t for _, t, _ in found], "s-", label="running sum l of exp(s - m)")
@@ -136,9 +148,6 @@ def show_tiles(
     stats.set_xlabel("key tiles seen so far")
     stats.set_title(f"query row {last}: the statistics after each key tile", fontsize=10)
     stats.legend(fontsize=8)
-    fig.tight_layout()
-    plt.show()
-    return found
 
 
 def _inputs(length: int, heads: int, dim: int, seed: int) -> tuple[Any, Any, Any]:

@@ -160,13 +160,9 @@ class Workers:
     """The sandbox itself (its zygote, with every worker) killed from outside."""
     allowance: list[int] = field(default_factory=lambda: [MAX_SUBMISSION_BYTES])
     """Bytes this submission may still send, shared by its workers."""
-    mapped_at_start: dict[int, int] = field(default_factory=dict)
-    """The address space each worker had mapped when its limit was set, before any of the
-    notebook's code ran, by its pid (from its ready message, sent before that code runs):
-    its memory limit is what it may map beyond this."""
-    measured: dict[int, dict[str, int]] = field(default_factory=dict)
-    """Each worker's memory as the zygote read it when the grader was done with the worker
-    (see Zygote.measure), by pid."""
+    mapped: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """By pid, what each worker had mapped when its limit was set (told before any notebook
+    code ran), and the most it ever mapped (VmPeak, read by the zygote at its end)."""
 
 
 class IsolatedSubmission:
@@ -293,11 +289,10 @@ class IsolatedSubmission:
         self.workers.spawned += 1
         self.history.threads = 0
         ready = self.workers.channel.receive(time.monotonic() + 30, "starting")
-        said = ready.get("ready") if isinstance(ready, dict) else None
-        if isinstance(said, dict):
-            pid, mapped = said.get("pid"), said.get("mapped_at_start")
-            if all(isinstance(n, int) and not isinstance(n, bool) for n in (pid, mapped)):
-                self.workers.mapped_at_start[pid] = mapped
+        said = ready.get("ready", {}) if isinstance(ready, dict) else {}
+        pid, mapped = (said.get(k) for k in ("pid", "mapped_at_start")) if said else (0, 0)
+        if all(type(n) is int for n in (pid, mapped)):  # told before any notebook code ran
+            self.workers.mapped[pid] = (mapped, mapped)
         self.sandbox = {
             "level": self.workers.zygote.level,
             "bwrap": self.workers.zygote.bwrap,
@@ -357,9 +352,10 @@ class IsolatedSubmission:
 
     def _stop_worker(self) -> None:
         if self.workers.channel is not None and self.workers.zygote is not None:
-            # While the worker still lives: what it mapped at most, read by the zygote.
-            with contextlib.suppress(SandboxDied):
-                self.workers.measured.update(self.workers.zygote.measure())
+            with contextlib.suppress(SandboxDied):  # while the worker lives: its VmPeak
+                for pid, peak in self.workers.zygote.measure().items():
+                    if pid in self.workers.mapped:
+                        self.workers.mapped[pid] = (self.workers.mapped[pid][0], peak)
         if self.workers.channel is not None:
             self.workers.channel.close()
             self.workers.channel = None
@@ -389,25 +385,15 @@ class IsolatedSubmission:
     kill = close
 
     def memory(self) -> dict[str, Any]:
-        """The memory limit of this submission's workers and the most any of them used,
-        measured from outside: ``peak_bytes`` is the address space a worker mapped at its
-        peak beyond what it had when its limit was set (the zygote reads VmPeak from
-        ``/proc`` while the worker lives; no interface lets a process lower it), the figure
-        the limit bounds; ``peak_rss_bytes`` the most it held resident, PyTorch's pages
-        included (the kernel's account, read as the zygote reaps it). Neither is the
-        worker's word: where it started it says before any notebook code runs."""
-        record: dict[str, Any] = {"limit_bytes": self.limits.memory_bytes}
-        added = [
-            sizes["VmPeak"] - self.workers.mapped_at_start[pid]
-            for pid, sizes in self.workers.measured.items()
-            if "VmPeak" in sizes and pid in self.workers.mapped_at_start
-        ]
-        if added:
-            record["peak_bytes"] = max(max(added), 0)
+        """The workers' memory limit and the most any used, measured from outside (see
+        docs/security.md): ``peak_bytes``, the address space a worker mapped at its peak
+        beyond what it had when its limit was set, and ``peak_rss_bytes``, the most it held
+        resident (wait4, as the zygote reaped it)."""
+        added = [peak - start for start, peak in self.workers.mapped.values()]
         resident = [end.peak_rss for end in self.workers.endings if end.peak_rss is not None]
-        if resident:
-            record["peak_rss_bytes"] = max(resident)
-        return record
+        found = {"peak_bytes": max(max(added), 0)} if added else {}
+        found |= {"peak_rss_bytes": max(resident)} if resident else {}
+        return {"limit_bytes": self.limits.memory_bytes, **found}
 
     def prepare(self) -> None:
         """Start the first worker now (running the cells), instead of at the first call."""

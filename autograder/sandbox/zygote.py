@@ -280,10 +280,10 @@ class Zygote:
             self.offered |= {cell["source"] for cell in new}
         return frozenset(self.offered)
 
-    def measure(self) -> dict[int, dict[str, int]]:
-        """Each live worker's memory as the zygote reads it from ``/proc`` (VmPeak: the most
-        address space it ever mapped; VmHWM: the most it held resident), in bytes, by pid.
-        Raises SandboxDied if the zygote does not answer."""
+    def measure(self) -> dict[int, int]:
+        """Each live worker's VmPeak (the most address space it ever mapped) as the zygote
+        reads it from ``/proc``, in bytes, by pid. Raises SandboxDied if the zygote does not
+        answer."""
         self.wait_ready()
         try:
             self.control.sendmsg([json.dumps({"op": "measure"}).encode()])
@@ -294,9 +294,9 @@ class Zygote:
         if not isinstance(found, dict):
             raise SandboxDied("the sandbox did not answer a request to measure")
         return {
-            int(pid): {k: v for k, v in sizes.items() if isinstance(v, int)}
+            int(pid): sizes["VmPeak"]
             for pid, sizes in found.items()
-            if isinstance(pid, str) and pid.isdigit() and isinstance(sizes, dict)
+            if pid.isdigit() and isinstance(sizes, dict) and isinstance(sizes.get("VmPeak"), int)
         }
 
     def reset(self, grace: float = 0.0) -> list[WorkerEnd]:

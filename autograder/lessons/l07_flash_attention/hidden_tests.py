@@ -17,7 +17,6 @@ limit where the kit grades in-process (nbgrader's kernel, mutation testing).
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,11 @@ from attnkit_autograder.lessons.l07_flash_attention import (
     MEMORY_MB,
     MEMORY_SHAPE,
 )
+from attnkit_autograder.lessons.l07_flash_attention.exact import (
+    exact_attention,
+    exact_gradients,
+    exact_softmax,
+)
 
 T = {"kind": "tensor"}
 ATOL, RTOL = 1e-5, 1e-5
@@ -40,67 +44,6 @@ ATOL, RTOL = 1e-5, 1e-5
 FLASH = "flash_attention"
 BACKWARD = "flash_attention_backward"
 SOFTMAX = "online_softmax"
-
-
-# -- attention computed exactly ----------------------------------------------------------------
-
-
-def visible_keys(n_q: int, n_k: int, causal: bool) -> np.ndarray:
-    """Bool [n_q, n_k], True where query i may see key j (causal: aligned bottom-right)."""
-    if not causal:
-        return np.ones((n_q, n_k), dtype=bool)
-    return np.arange(n_k)[None, :] <= np.arange(n_q)[:, None] + (n_k - n_q)
-
-
-def exact_attention(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool, rows: int = 256
-) -> tuple[np.ndarray, np.ndarray]:
-    """(out, lse) in float64, a block of ``rows`` queries at a time (the memory test's inputs
-    would make a 128 MiB float64 score matrix at once): a row that sees nothing gets zeros
-    and -inf."""
-    q64, k64, v64 = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
-    n_q, n_k = q.shape[-2], k.shape[-2]
-    keys = visible_keys(n_q, n_k, causal)
-    out = np.zeros((*q.shape[:-1], v.shape[-1]))
-    lse = np.full(q.shape[:-1], -np.inf)
-    for start in range(0, n_q, rows):
-        part = slice(start, start + rows)
-        scores = q64[..., part, :] @ np.swapaxes(k64, -1, -2) / math.sqrt(q.shape[-1])
-        scores = np.where(keys[part], scores, -np.inf)
-        top = scores.max(axis=-1, keepdims=True)
-        seen = np.isfinite(top)
-        weights = np.exp(scores - np.where(seen, top, 0.0))
-        total = weights.sum(axis=-1, keepdims=True)
-        out[..., part, :] = np.where(seen, weights / np.where(seen, total, 1.0), 0.0) @ v64
-        lse[..., part] = np.where(seen, top + np.log(np.where(seen, total, 1.0)), -np.inf)[..., 0]
-    return out, lse
-
-
-def exact_gradients(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, grad_out: np.ndarray, causal: bool
-) -> tuple[np.ndarray, ...]:
-    """(dq, dk, dv) in float64: autograd of attention that builds the whole score matrix."""
-    import torch
-
-    q64, k64, v64 = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (q, k, v))
-    scores = q64 @ k64.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    keys = torch.from_numpy(visible_keys(q.shape[-2], k.shape[-2], causal))
-    scores = scores.masked_fill(~keys, -math.inf)
-    top = scores.amax(dim=-1, keepdim=True).detach()
-    weights = torch.exp(scores - torch.where(torch.isinf(top), 0.0, top))
-    total = weights.sum(dim=-1, keepdim=True)
-    out = torch.where(total > 0, weights / torch.where(total > 0, total, 1.0), 0.0) @ v64
-    (out * torch.tensor(grad_out, dtype=torch.float64)).sum().backward()
-    return tuple(t.grad.numpy() for t in (q64, k64, v64))  # type: ignore[union-attr]
-
-
-def exact_softmax(scores: np.ndarray) -> np.ndarray:
-    x = np.asarray(scores, dtype=np.float64)
-    top = x.max(axis=-1, keepdims=True)
-    seen = np.isfinite(top)
-    weights = np.exp(x - np.where(seen, top, 0.0))
-    total = weights.sum(axis=-1, keepdims=True)
-    return np.where(seen, weights / np.where(seen, total, 1.0), 0.0)
 
 
 # -- comparing ---------------------------------------------------------------------------------
@@ -154,12 +97,14 @@ def qkv(lead: tuple[int, ...], n_q: int, n_k: int, d: int, d_v: int, seed: int, 
 
 
 def check_flash(submission: Any, case: tuple[Any, ...], atol: float = ATOL, scale=1.0) -> None:
+    """One call of flash_attention against exact attention; ``causal`` None: left to its
+    default (not causal)."""
     lead, n_q, n_k, d, d_v, block_q, block_k, causal, seed = case
     q, k, v = qkv(lead, n_q, n_k, d, d_v, seed, scale)
-    got = submission.probe(FLASH).call(q, k, v, block_q, block_k, causal)
-    same_as_exact(
-        got, [q, k, v], list(exact_attention(q, k, v, causal)), ["out", "lse"], FLASH, atol
-    )
+    args = [q, k, v, block_q, block_k] + ([] if causal is None else [causal])
+    got = submission.probe(FLASH).call(*args)
+    expected = list(exact_attention(q, k, v, bool(causal)))
+    same_as_exact(got, [q, k, v], expected, ["out", "lse"], FLASH, atol)
 
 
 @functools.cache
@@ -190,7 +135,7 @@ def generated_cases(count: int = 4) -> tuple[tuple[Any, ...], ...]:
     "(not modified)",
 )
 @pytest.mark.parametrize(
-    ("shape", "block"), [((3, 17), 4), ((2, 3, 10), 3), ((4, 64), 16), ((6,), 100), ((2, 9), 1)]
+    ("shape", "block"), [((3, 17), 4), ((2, 3, 10), 3), ((6,), 100), ((2, 9), 1)]
 )
 def test_online_softmax_matches_exact_softmax(submission, shape, block) -> None:
     scores = randn(*shape, seed=7000 + block, scale=3.0)
@@ -211,6 +156,7 @@ def test_online_softmax_is_stable_and_rescales(submission) -> None:
     scores[1, ::3] = -np.inf
     scores[2] = -np.inf
     scores[3, 7:] = -np.inf  # the last blocks see only blocked scores
+    scores[4] = -1e4 + np.arange(11, dtype=np.float32)  # every exp(score - 0) underflows
     got = submission.probe(SOFTMAX).call(scores, 2)
     same_as_exact(got, [scores], [exact_softmax(scores)], ["the softmax"], SOFTMAX, atol=1e-6)
 
@@ -227,12 +173,11 @@ def test_online_softmax_keeps_float64(submission) -> None:
 
 HAND_PICKED = [
     # lead, T_q, T_k, d, d_v, block_q, block_k, causal, seed
-    ((2, 3), 65, 65, 16, 16, 16, 24, False, 7200),  # tail tiles on both axes
-    ((2, 3), 65, 65, 16, 16, 16, 24, True, 7210),
+    ((2, 3), 65, 65, 16, 16, 16, 24, True, 7210),  # tail tiles on both axes
     ((2,), 37, 80, 8, 5, 8, 32, True, 7220),  # T_q < T_k: the queries are the last 37
     ((1, 2), 80, 37, 8, 8, 16, 10, True, 7230),  # T_q > T_k: 43 queries see no key
-    ((), 50, 50, 4, 6, 64, 64, False, 7240),  # [T, d] inputs, blocks larger than T
-    ((1, 1), 7, 9, 3, 2, 1, 1, True, 7250),  # tiles of one score
+    ((), 50, 50, 4, 6, 64, 64, None, 7240),  # [T, d], blocks larger than T, causal left out
+    ((1, 1), 5, 6, 3, 2, 1, 1, True, 7250),  # tiles of one score
 ]
 
 
@@ -270,6 +215,19 @@ def test_flash_attention_is_stable_for_large_scores(submission) -> None:
     # Scores in the thousands: exp() without the running maximum overflows. Rounding the
     # float32 scores then costs about 1e-4 of them, hence the wider tolerance.
     check_flash(submission, ((2,), 33, 40, 8, 8, 8, 16, True, 7300), atol=1e-2, scale=400.0)
+
+
+@grade("test_flash_attention")
+@contract("flash_attention", "never NaN", "softmax(q k^T / sqrt(d)) v")
+def test_flash_attention_when_every_score_is_very_negative(submission) -> None:
+    # Every score of a row near -1000: exp(score - 0) underflows to 0, so a running maximum
+    # that starts at 0 (rather than -inf) loses the whole row.
+    q = np.abs(randn(2, 9, 4, seed=7320)) * 30
+    k = -np.abs(randn(2, 11, 4, seed=7321)) * 30
+    v = randn(2, 11, 3, seed=7322)
+    got = submission.probe(FLASH).call(q, k, v, 4, 5, False)
+    expected = list(exact_attention(q, k, v, False))
+    same_as_exact(got, [q, k, v], expected, ["out", "lse"], FLASH, atol=1e-2)
 
 
 @grade("test_flash_attention")
@@ -328,10 +286,11 @@ def test_flash_attention_never_holds_the_score_matrix(submission, reference) -> 
 
 BACKWARD_CASES = [
     # lead, T_q, T_k, d, d_v, block_q, block_k, causal, seed
-    ((2, 2), 33, 33, 8, 8, 8, 16, False, 7500),
-    ((3,), 20, 45, 6, 4, 7, 16, True, 7510),  # T_q < T_k
+    ((2, 2), 33, 33, 8, 8, 16, 12, False, 7500),  # tail tiles on both axes
+    ((), 20, 45, 6, 4, 32, 16, True, 7510),  # [T, d] inputs, T_q < T_k, block_q > T_q
     ((1, 2), 45, 20, 4, 4, 16, 7, True, 7520),  # T_q > T_k: 25 queries see no key
-    ((), 12, 12, 5, 3, 32, 32, True, 7530),  # [T, d] inputs, blocks larger than T
+    ((2,), 12, 12, 4, 4, 4, 3, None, 7530),  # causal left out; key tiles that start where
+    ((2,), 12, 12, 4, 4, 4, 3, True, 7540),  # a query tile's last row sees its last key
 ]
 
 
@@ -349,8 +308,8 @@ def test_backward_matches_autograd_of_exact_attention(submission, case) -> None:
     lead, n_q, n_k, d, d_v, block_q, block_k, causal, seed = case
     q, k, v = qkv(lead, n_q, n_k, d, d_v, seed)
     grad_out = randn(*lead, n_q, d_v, seed=seed + 3)
-    out, lse = (a.astype(np.float32) for a in exact_attention(q, k, v, causal))
-    args = [q, k, v, out, lse, grad_out, block_q, block_k, causal]
+    out, lse = (a.astype(np.float32) for a in exact_attention(q, k, v, bool(causal)))
+    args = [q, k, v, out, lse, grad_out, block_q, block_k] + ([] if causal is None else [causal])
     got = submission.probe(BACKWARD).call(*args)
-    expected = list(exact_gradients(q, k, v, grad_out, causal))
+    expected = list(exact_gradients(q, k, v, grad_out, bool(causal)))
     same_as_exact(got, args, expected, ["dq", "dk", "dv"], BACKWARD, atol=1e-5, rtol=1e-4)
