@@ -12,6 +12,7 @@ run a cell that only calls them (see :func:`attnkit.notebook_code.is_check_cell`
 from __future__ import annotations
 
 import math
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -276,7 +277,7 @@ def compare_time(
     for length, naive, tiled in rows:
         print(f"{length:>6}  {naive:>10.4f}  {tiled:>10.4f}")
     _plot(rows, "seconds (best of 3)", "time on this CPU, one thread", log=True)
-    print(time_note(rows))
+    print(textwrap.fill(time_note(rows), width=88))
     return rows
 
 
