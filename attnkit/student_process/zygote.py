@@ -241,7 +241,8 @@ def answer_measure(
     sandbox's /proc is read-only). In bytes, by pid; a worker that has ended is left out."""
     found: dict[str, dict[str, int]] = {}
     for pid in children:
-        with contextlib.suppress(OSError, ValueError, IndexError):
+        # A worker that has ended (a zombie, until the reset reaps it) has no memory left.
+        with contextlib.suppress(OSError, ValueError, IndexError, KeyError):
             with open(f"/proc/{pid}/status") as status:
                 fields = dict(line.split(":", 1) for line in status if ":" in line)
             found[str(pid)] = {
