@@ -1,6 +1,12 @@
 # ruff: noqa: E501 (a student's code keeps its long lines)
 STORY = "a .py download; every answer in a new cell below its stub; masks with the dtype's most negative number and a flag for rows that see nothing"
-PATTERNS = ["py-export", "renamed-file", "answer-in-new-cell-below", "large-negative", "float32-contract"]
+PATTERNS = [
+    "py-export",
+    "renamed-file",
+    "answer-in-new-cell-below",
+    "large-negative",
+    "float32-contract",
+]
 SAVE = {"file": "ivy_07_flash_attention.py", "editor": "py"}
 EDITS = [
     (
