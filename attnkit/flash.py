@@ -28,31 +28,31 @@ def naive_attention(q: Any, k: Any, v: Any, causal: bool = False) -> tuple[Any, 
     comparisons measure against (output, log-sum-exp)."""
     import torch
 
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = torch.matmul(q, k.transpose(-2, -1)) * q.shape[-1] ** -0.5
     if causal:
-        n_q, n_k = q.shape[-2], k.shape[-2]
-        future = torch.arange(n_k)[None, :] > torch.arange(n_q)[:, None] + (n_k - n_q)
-        scores = scores.masked_fill(future, -math.inf)
+        queries, keys = q.shape[-2], k.shape[-2]
+        key_ahead = torch.arange(keys)[None, :] - torch.arange(queries)[:, None] > keys - queries
+        scores = scores.masked_fill(key_ahead, -math.inf)
     lse = torch.logsumexp(scores, dim=-1)
     weights = torch.exp(scores - lse[..., None]).nan_to_num(0.0)
     return weights @ v, lse
 
 
-def _tile_states(n_q: int, n_k: int, block_q: int, block_k: int, causal: bool) -> list[Any]:
+def _tile_states(queries: int, keys: int, block_q: int, block_k: int, causal: bool) -> list[Any]:
     """Per tile: (row start, column start, rows, columns, state), state being "full",
     "partly masked" or "skipped" (every key in the future of every query)."""
-    offset = n_k - n_q
+    offset = keys - queries
     tiles = []
-    for i in range(0, n_q, block_q):
-        rows = min(block_q, n_q - i)
-        for j in range(0, n_k, block_k):
-            cols = min(block_k, n_k - j)
+    for top in range(0, queries, block_q):
+        rows = min(block_q, queries - top)
+        for left in range(0, keys, block_k):
+            cols = min(block_k, keys - left)
             state = "full"
-            if causal and j > i + rows - 1 + offset:
+            if causal and left > top + rows - 1 + offset:
                 state = "skipped"
-            elif causal and j + cols - 1 > i + offset:
+            elif causal and left + cols - 1 > top + offset:
                 state = "partly masked"
-            tiles.append((i, j, rows, cols, state))
+            tiles.append((top, left, rows, cols, state))
     return tiles
 
 

@@ -33,9 +33,9 @@ def keys_seen(n_q: int, n_k: int, causal: bool) -> np.ndarray:
 
 def exact_softmax(scores: np.ndarray) -> np.ndarray:
     x = scores.astype(np.float64)
-    top = x.max(axis=-1, keepdims=True)
-    seen = np.isfinite(top)
-    weights = np.exp(x - np.where(seen, top, 0.0))
+    peak = x.max(axis=-1, keepdims=True)
+    seen = np.isfinite(peak)
+    weights = np.exp(x - np.where(seen, peak, 0.0))
     total = weights.sum(axis=-1, keepdims=True)
     return np.where(seen, weights / np.where(seen, total, 1.0), 0.0)
 
@@ -49,10 +49,10 @@ def exact_attention(
         keys_seen(q.shape[-2], k.shape[-2], causal), scores / math.sqrt(q.shape[-1]), -np.inf
     )
     weights = exact_softmax(scores)
-    top = scores.max(axis=-1, keepdims=True)
-    seen = np.isfinite(top)
-    total = np.exp(scores - np.where(seen, top, 0.0)).sum(axis=-1, keepdims=True)
-    lse = np.where(seen, top + np.log(np.where(seen, total, 1.0)), -np.inf)[..., 0]
+    peak = scores.max(axis=-1, keepdims=True)
+    seen = np.isfinite(peak)
+    total = np.exp(scores - np.where(seen, peak, 0.0)).sum(axis=-1, keepdims=True)
+    lse = np.where(seen, peak + np.log(np.where(seen, total, 1.0)), -np.inf)[..., 0]
     return weights @ v.astype(np.float64), lse
 
 
@@ -64,8 +64,8 @@ def exact_gradients(q, k, v, grad_out, causal) -> list[np.ndarray]:  # type: ign
     scores = leaves[0] @ leaves[1].transpose(-2, -1) / math.sqrt(q.shape[-1])
     seen = torch.from_numpy(keys_seen(q.shape[-2], k.shape[-2], causal))
     scores = scores.masked_fill(~seen, -math.inf)
-    top = scores.amax(dim=-1, keepdim=True).detach()
-    weights = torch.exp(scores - torch.where(torch.isinf(top), 0.0, top))
+    peak = scores.amax(dim=-1, keepdim=True).detach()
+    weights = torch.exp(scores - torch.where(torch.isinf(peak), 0.0, peak))
     total = weights.sum(dim=-1, keepdim=True)
     out = torch.where(total > 0, weights / torch.where(total > 0, total, 1.0), 0.0) @ leaves[2]
     (out * torch.from_numpy(grad_out.astype(np.float64))).sum().backward()
