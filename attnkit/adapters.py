@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from .tensor_memory import MemoryWatch
+
 Namespace = Mapping[str, Any]
 
 
@@ -111,6 +113,23 @@ def call_function(
     call_kwargs = {k: convert(v) for k, v in (kwargs or {}).items()}
     out = function(*call_args, **call_kwargs)
     return {"out": describe(out), "inputs_after": [_plain_array(a) for a in call_args]}
+
+
+def bounded_call(
+    ns: Namespace,
+    name: str,
+    args: list[Any],
+    kwargs: dict[str, Any] | None = None,
+    framework: str = "torch",
+    limit_bytes: int = 0,
+) -> dict[str, Any]:
+    """:func:`call_function` watched by :class:`MemoryWatch`: a tensor bigger than
+    ``limit_bytes`` (or a NumPy peak above it) ends the call with a ``MemoryError``, and
+    ``memory`` says what the watch saw. Detail only in the grading sandbox, where the worker's
+    own limit, set from outside, decides; in-process it stands in for that limit."""
+    with MemoryWatch(limit_bytes or None) as watch:
+        result = call_function(ns, name, args, kwargs, framework)
+    return {**result, "memory": watch.report()}
 
 
 def run_module(
@@ -575,6 +594,7 @@ def _plain_array(value: Any) -> Any:
 
 ADAPTERS: dict[str, Callable[..., dict[str, Any]]] = {
     "call_function": call_function,
+    "bounded_call": bounded_call,
     "run_module": run_module,
     "transfer_weights": transfer_weights,
     "parameter_shapes": parameter_shapes,
@@ -677,6 +697,17 @@ def _check_steps(value: Any, what: str) -> None:
                 raise MalformedResult(f"{what}: {key} is not an array")
 
 
+def _check_memory(value: Any) -> None:
+    counts = [value.get(k) for k in ("largest", "peak")] if isinstance(value, dict) else [None]
+    if not (
+        all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts)
+        and isinstance(value.get("largest_what"), str)
+        and len(value["largest_what"]) <= 200
+        and len(value) == 3
+    ):
+        raise MalformedResult("memory is not what the memory watch reports")
+
+
 MAX_KERNELS = 1000
 """Kernel names a result may list (PyTorch has about 3,600 operators)."""
 
@@ -754,8 +785,15 @@ def _shapes_reply(result: dict[str, Any]) -> None:
         raise MalformedResult("shapes is not a mapping of names to integer lists")
 
 
+def _bounded_reply(result: dict[str, Any]) -> None:
+    """bounded_call's: call_function's, and what the memory watch saw."""
+    _call_reply(result)
+    _check_memory(result.get("memory"))
+
+
 REPLIES: dict[str, Callable[[dict[str, Any]], None]] = {
     "call_function": _call_reply,
+    "bounded_call": _bounded_reply,
     "layer_property": _call_reply,
     "run_module": _module_reply,
     "train_step": _step_reply,

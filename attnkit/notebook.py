@@ -243,6 +243,41 @@ class Lesson:
             return time_generation(model_class, generate, **options)
         return None
 
+    def naive_attention(self, q: Any, k: Any, v: Any, causal: bool = False) -> tuple[Any, Any]:
+        """(output, log-sum-exp) of attention that builds the whole score matrix (lesson 7's
+        baseline, with its causal mask aligned bottom-right): see
+        :func:`attnkit.flash.naive_attention`."""
+        from .flash import naive_attention
+
+        return naive_attention(q, k, v, causal)
+
+    def show_tiles(self, **options: Any) -> list[Any] | None:
+        """Draw the tiles one FlashAttention call walks through and one row's running
+        statistics (lesson 7): see :func:`attnkit.flash.show_tiles`. The grader does not run
+        this cell."""
+        from .flash import show_tiles
+
+        return show_tiles(**options)
+
+    def compare_memory(self, flash_attention: Any, **options: Any) -> list[Any] | None:
+        """Measure and plot the memory of naive attention and of your ``flash_attention``
+        against T (lesson 7): see :func:`attnkit.flash.compare_memory`. The grader does not
+        run this cell. Until ``flash_attention`` is done, it prints one line instead."""
+        from .flash import compare_memory
+
+        with self.demo():
+            return compare_memory(flash_attention, **options)
+        return None
+
+    def compare_time(self, flash_attention: Any, **options: Any) -> list[Any] | None:
+        """Time naive attention and your ``flash_attention`` against T on this CPU (lesson
+        7): see :func:`attnkit.flash.compare_time`. The grader does not run this cell."""
+        from .flash import compare_time
+
+        with self.demo():
+            return compare_time(flash_attention, **options)
+        return None
+
     @contextmanager
     def demo(self) -> Iterator[None]:
         """Run demo code, turning "not implemented yet" into one line instead of a traceback.

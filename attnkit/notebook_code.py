@@ -225,9 +225,13 @@ LESSON_DEMOS = (
     "show_rope",
     "show_cache_memory",
     "time_generation",
+    "show_tiles",
+    "compare_memory",
+    "compare_time",
 )
-"""The lesson helper's demonstrations (see attnkit.watch and attnkit.inference): they train,
-time and draw for the student's eyes, and no exercise is graded on what they do."""
+"""The lesson helper's demonstrations (see attnkit.watch, attnkit.inference and
+attnkit.flash): they train, time, draw and measure for the student's eyes, and no exercise is
+graded on what they do."""
 
 
 @functools.lru_cache(maxsize=512)  # asked of every cell again and again while grading

@@ -67,6 +67,18 @@ class Probe:
             framework=self.framework,
         )
 
+    def bounded(self, *args: Any, limit_bytes: int, **kwargs: Any) -> dict[str, Any]:
+        """Call the exercise's function as :meth:`call` does, while no tensor it makes may
+        exceed ``limit_bytes`` (see adapters.bounded_call)."""
+        return self._run(
+            "bounded_call",
+            name=self.exercise.name,
+            args=list(args),
+            kwargs=kwargs,
+            framework=self.framework,
+            limit_bytes=limit_bytes,
+        )
+
     def module(
         self,
         init_args: list[Any],

@@ -287,4 +287,45 @@ EXERCISES: dict[str, list[dict[str, Any]]] = {
             "uses": ["TinyDecoder"],
         },
     ],
+    "07_flash_attention": [
+        {
+            "name": "online_softmax",
+            "task": "softmax from a running max and sum over blocks",
+            "forbidden": [
+                "torch.softmax",
+                "torch.nn.functional.softmax",
+                "torch.Tensor.softmax",
+                "scipy.special.softmax",
+                "torch.nn.functional.scaled_dot_product_attention",
+                "torch.nn.MultiheadAttention",
+            ],
+            "uses": [],
+        },
+        {
+            "name": "flash_attention",
+            "task": "tiled attention: output and log-sum-exp",
+            "forbidden": [
+                "torch.softmax",
+                "torch.nn.functional.softmax",
+                "torch.Tensor.softmax",
+                "scipy.special.softmax",
+                "torch.nn.functional.scaled_dot_product_attention",
+                "torch.nn.MultiheadAttention",
+            ],
+            "uses": [],
+        },
+        {
+            "name": "flash_attention_backward",
+            "task": "gradients by recomputing each tile's weights",
+            "forbidden": [
+                "torch.softmax",
+                "torch.nn.functional.softmax",
+                "torch.Tensor.softmax",
+                "scipy.special.softmax",
+                "torch.nn.functional.scaled_dot_product_attention",
+                "torch.nn.MultiheadAttention",
+            ],
+            "uses": [],
+        },
+    ],
 }

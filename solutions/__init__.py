@@ -12,6 +12,7 @@ One module per idea, in teaching order:
 * :mod:`.attention_heads`     lesson 5: head detectors, padding masks, scaling, positions
 * :mod:`.inference`           lesson 6: the KV cache, chunked prefill, sliding windows,
   grouped-query attention, rotary positions and cached generation
+* :mod:`.flash_attention`     lesson 7: the online softmax, tiled attention and its backward
 
 These are instructor material: they never ship in the student bundle.
 """

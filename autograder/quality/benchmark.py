@@ -361,7 +361,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--beside",
         nargs="*",
-        default=["05_watch_attention_learn", "06_attention_at_inference"],
+        default=["05_watch_attention_learn", "06_attention_at_inference", "07_flash_attention"],
         metavar="LESSON",
         help="also grade as many submissions of each of these lessons and print their cost "
         "beside (none: --beside with no lesson)",

@@ -38,13 +38,12 @@ T = {"kind": "tensor"}
 
 def new_tokens(seed: int, sizes: tuple[int, ...], batch: int, heads: int, dim: int) -> list:
     """A call per size: new keys and values [batch, heads, t, dim], float32."""
-    generator = rng(seed)
     return [
         {
-            "keys": generator.normal(size=(batch, heads, t, dim)).astype(np.float32),
-            "values": generator.normal(size=(batch, heads, t, dim)).astype(np.float32),
+            "keys": randn(batch, heads, t, dim, seed=1000 * seed + 2 * index),
+            "values": randn(batch, heads, t, dim, seed=1000 * seed + 2 * index + 1),
         }
-        for t in sizes
+        for index, t in enumerate(sizes)
     ]
 
 
@@ -270,9 +269,8 @@ SEEDS = st.integers(0, 2**32 - 1)
 )
 def test_rope_shifts_leave_every_dot_product_and_pair_length(submission) -> None:
     def check(head_dim: int, tokens: int, shift: int, seed: int) -> None:
-        generator = np.random.default_rng(seed)
-        x = generator.normal(size=(2, tokens, head_dim)).astype(np.float32)
-        positions = generator.integers(0, 200, size=tokens).astype(np.int64)
+        x = randn(2, tokens, head_dim, seed=seed)
+        positions = rng(seed).integers(0, 200, size=tokens).astype(np.int64)
         near = rotated(submission, x, positions, "rope(x, positions)")
         far = rotated(submission, x, positions + shift, f"rope(x, positions + {shift})")
         half = head_dim // 2
@@ -301,8 +299,8 @@ def test_rope_shifts_leave_every_dot_product_and_pair_length(submission) -> None
 @contract("rope", "the absolute position of each of the T tokens")
 def test_rope_of_one_token_is_its_row_of_the_sequence(submission) -> None:
     def check(head_dim: int, tokens: int, seed: int) -> None:
-        generator = np.random.default_rng(seed)
-        x = generator.normal(size=(1, 2, tokens, head_dim)).astype(np.float32)
+        generator = rng(seed)
+        x = randn(1, 2, tokens, head_dim, seed=seed)
         positions = np.arange(tokens, dtype=np.int64) + int(generator.integers(0, 100))
         t = int(generator.integers(0, tokens))
         whole = rotated(submission, x, positions, "rope of the whole sequence")
