@@ -27,11 +27,14 @@ values into them by those names before the forward pass.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+
+from .tensor_memory import MemoryWatch
 
 Namespace = Mapping[str, Any]
 
@@ -110,6 +113,23 @@ def call_function(
     call_kwargs = {k: convert(v) for k, v in (kwargs or {}).items()}
     out = function(*call_args, **call_kwargs)
     return {"out": describe(out), "inputs_after": [_plain_array(a) for a in call_args]}
+
+
+def bounded_call(
+    ns: Namespace,
+    name: str,
+    args: list[Any],
+    kwargs: dict[str, Any] | None = None,
+    framework: str = "torch",
+    limit_bytes: int = 0,
+) -> dict[str, Any]:
+    """:func:`call_function` watched by :class:`MemoryWatch`: a tensor bigger than
+    ``limit_bytes`` (or a NumPy peak above it) ends the call with a ``MemoryError``, and
+    ``memory`` says what the watch saw. Detail only in the grading sandbox, where the worker's
+    own limit, set from outside, decides; in-process it stands in for that limit."""
+    with MemoryWatch(limit_bytes or None) as watch:
+        result = call_function(ns, name, args, kwargs, framework)
+    return {**result, "memory": watch.report()}
 
 
 def run_module(
@@ -292,6 +312,208 @@ def layer_property(
     return {"out": describe(out), "inputs_after": [_plain_array(a) for a in call_args]}
 
 
+# -- lesson 6: a cache, a layer or a model driven over several calls --------------------------
+
+
+REFUSAL = "ValueError"
+"""The exception a lesson-6 cache raises when new tokens do not fit. A step that raises it
+reports only that (its wording is whoever wrote the cache's own: two correct caches refuse
+alike), and the next steps go on; any other exception ends the call, as in every adapter."""
+
+
+def _stored(cache: Any) -> Any:
+    """The shape of what a cache stores (its ``keys``), as an int64 array, or None."""
+    torch = sys.modules.get("torch")
+    keys = getattr(cache, "keys", None)
+    if torch is not None and isinstance(keys, torch.Tensor):
+        return np.array(list(keys.shape), dtype=np.int64)
+    return None
+
+
+def cache_steps(
+    ns: Namespace,
+    name: str,
+    init_args: list[Any],
+    steps: list[dict[str, Any]],
+    init_kwargs: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Build cache ``name`` and drive it through ``steps``, in order: ``{"keys": k,
+    "values": v}`` calls it with those arrays, ``{"reset": True}`` calls its ``reset()``.
+    Each step reports what came back (``out``), or that it refused the tokens (``raised``:
+    :data:`REFUSAL`), the keys and values it was given as the call left them
+    (``keys_after``, ``values_after``), then the cache's ``position`` and the shape of what
+    it stores (``stored``, its ``keys``)."""
+    import torch
+
+    cache = lookup(ns, name)(*init_args, **(init_kwargs or {}))
+    reports = []
+    with torch.no_grad():
+        for step in steps:
+            report: dict[str, Any] = {"out": {"kind": "none"}, "raised": None}
+            try:
+                if step.get("reset"):
+                    cache.reset()
+                else:
+                    keys, values = to_torch(step["keys"]), to_torch(step["values"])
+                    try:
+                        report["out"] = describe(cache(keys, values))
+                    finally:  # the new tokens as the call left them ("not modified")
+                        report["keys_after"] = _plain_array(keys)
+                        report["values_after"] = _plain_array(values)
+            except ValueError:
+                report["raised"] = REFUSAL
+            report["position"] = describe(getattr(cache, "position", None))
+            report["stored"] = _stored(cache)
+            reports.append(report)
+    return {"steps": reports}
+
+
+def _cache_tensors(caches: list[Any]) -> int:
+    """Bytes of the tensors the caches hold as ``keys`` and ``values``."""
+    torch = sys.modules.get("torch")
+    total = 0
+    for cache in caches:
+        for attribute in ("keys", "values"):
+            tensor = getattr(cache, attribute, None)
+            if torch is not None and isinstance(tensor, torch.Tensor):
+                total += tensor.numel() * tensor.element_size()
+    return total
+
+
+def decode(
+    ns: Namespace,
+    name: str,
+    init_args: list[Any],
+    chunks: list[np.ndarray],
+    init_kwargs: dict[str, Any] | None = None,
+    seed: int = 0,
+    state: dict[str, np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """Build layer or model ``name`` (seeded, ``state`` loaded, in eval mode) and feed it
+    ``chunks`` one after the other with a cache: a layer (lesson 6's attention) gets
+    ``cache = layer.new_cache(batch)`` and is called ``layer(chunk, cache)``; a model gets
+    ``model.start_caches(batch)`` and is called ``model(chunk, use_cache=True)``. Then the
+    chunks together, in one call without a cache (``full``). Reports each chunk's output,
+    the first cache's ``position`` and stored shape after each chunk, and the bytes every
+    cache holds at the end (``cache_bytes``)."""
+    import torch
+
+    seed_torch(seed)
+    module = lookup(ns, name)(*init_args, **(init_kwargs or {}))
+    if state:
+        load_state(module, state)
+    module.eval()
+    tensors = [to_torch(chunk) for chunk in chunks]
+    batch = int(tensors[0].shape[0])
+    outs, positions, stored = [], [], []
+    with torch.no_grad():
+        if hasattr(module, "start_caches"):
+            module.start_caches(batch)
+            caches = list(module.caches)
+
+            def step(chunk: Any) -> Any:
+                return module(chunk, use_cache=True)
+        else:
+            caches = [module.new_cache(batch)]
+
+            def step(chunk: Any) -> Any:
+                return module(chunk, caches[0])
+
+        for chunk in tensors:
+            outs.append(describe(step(chunk)))
+            positions.append(describe(getattr(caches[0], "position", None)))
+            stored.append(_stored(caches[0]))
+        full = describe(module(torch.cat(tensors, dim=1)))
+    return {
+        "chunks": outs,
+        "full": full,
+        "positions": positions,
+        "stored": stored,
+        "cache_bytes": np.array(_cache_tensors(caches), dtype=np.int64),
+        "inputs_after": [_plain_array(t) for t in tensors],
+    }
+
+
+def generation(
+    ns: Namespace,
+    init_args: list[Any],
+    prompts: list[np.ndarray],
+    max_new_tokens: int,
+    init_kwargs: dict[str, Any] | None = None,
+    seed: int = 0,
+    state: dict[str, np.ndarray] | None = None,
+    name: str = "generate",
+    model: str = "TinyDecoder",
+) -> dict[str, Any]:
+    """Build ``model`` (seeded, ``state`` loaded, eval mode) and call ``name(model, prompt,
+    max_new_tokens)`` on each prompt in turn, with the same model: each run reports what
+    came back (or that a cache refused, :data:`REFUSAL`) and how many tokens each call of
+    the model was fed (``fed``). Then, for each run, greedy decoding without any cache,
+    checked in one pass (``uncached``, see :func:`teacher_forced`)."""
+    import torch
+
+    seed_torch(seed)
+    built = lookup(ns, model)(*init_args, **(init_kwargs or {}))
+    if state:
+        load_state(built, state)
+    built.eval()
+    step = lookup(ns, name)
+    tensors = [to_torch(prompt) for prompt in prompts]
+    runs, uncached = [], []
+    with torch.no_grad():
+        for prompt in tensors:
+            fed: list[int] = []
+
+            def count(_module: Any, args: tuple[Any, ...], fed: list[int] = fed) -> None:
+                first = args[0] if args else None
+                fed.append(int(first.shape[-1]) if isinstance(first, torch.Tensor) else -1)
+
+            hook = built.register_forward_pre_hook(count)
+            run: dict[str, Any] = {"out": {"kind": "none"}, "raised": None}
+            returned = None
+            try:
+                returned = step(built, prompt, max_new_tokens)
+                run["out"] = describe(returned)
+            except ValueError:  # a cache refused: the other prompts go on
+                run["raised"] = REFUSAL
+            finally:
+                hook.remove()
+            run["fed"] = np.array(fed, dtype=np.int64)
+            runs.append(run)
+            uncached.append(teacher_forced(built, prompt, returned))
+    return {
+        "runs": runs,
+        "uncached": uncached,
+        "inputs_after": [_plain_array(t) for t in tensors],
+    }
+
+
+def teacher_forced(model: Any, prompt: Any, returned: Any) -> dict[str, Any]:
+    """Greedy decoding without a cache, in one pass over the ids ``returned`` (when they are
+    the prompt followed by new token ids): the model fed them whole, with no cache, gives at
+    each position the logits uncached generation would choose the next token from, having
+    chosen those ids so far. So the ids are exactly uncached greedy decoding's if and only
+    if each new one is the argmax there. Reports those ids (the prompt, then each argmax)
+    and logits [batch, new tokens, vocab], or nothing for ids that are not such a sequence."""
+    import torch
+
+    ids = returned[0] if isinstance(returned, tuple | list) and len(returned) == 2 else None
+    start = int(prompt.shape[1])
+    vocab = getattr(getattr(model, "token_embedding", None), "num_embeddings", 0)
+    if not (
+        isinstance(ids, torch.Tensor)
+        and ids.dtype == torch.int64
+        and ids.dim() == 2
+        and ids.shape[0] == prompt.shape[0]
+        and ids.shape[1] > start
+        and int(ids.min()) >= 0
+        and int(ids.max()) < vocab
+    ):
+        return {"kind": "none"}
+    logits = model(ids[:, :-1])[:, start - 1 :]
+    return describe((torch.cat([prompt, logits.argmax(dim=-1)], dim=1), logits))
+
+
 def load_state(module: Any, state: Mapping[str, np.ndarray]) -> None:
     """Copy arrays into a module's parameters by name, checking each name and shape."""
     import torch
@@ -372,11 +594,15 @@ def _plain_array(value: Any) -> Any:
 
 ADAPTERS: dict[str, Callable[..., dict[str, Any]]] = {
     "call_function": call_function,
+    "bounded_call": bounded_call,
     "run_module": run_module,
     "transfer_weights": transfer_weights,
     "parameter_shapes": parameter_shapes,
     "train_step": train_step,
     "layer_property": layer_property,
+    "cache_steps": cache_steps,
+    "decode": decode,
+    "generation": generation,
 }
 
 
@@ -425,6 +651,61 @@ def _check_inputs_after(value: Any) -> None:
         item is None or isinstance(item, np.ndarray) for item in value
     ):
         raise MalformedResult("inputs_after is not a list of arrays")
+
+
+def _validate_driven(adapter: str, result: dict[str, Any]) -> None:
+    """The replies of lesson 6's adapters, which drive a cache, a layer or a model."""
+    if adapter == "cache_steps":
+        _check_steps(result.get("steps"), "steps")
+        return
+    lists = ("chunks", "positions") if adapter == "decode" else ("uncached",)
+    for key in lists:
+        items = result.get(key)
+        if not isinstance(items, list):
+            raise MalformedResult(f"{key} is not a list")
+        for item in items:
+            _check_description(item)
+    _check_inputs_after(result.get("inputs_after"))
+    if adapter == "generation":
+        _check_steps(result.get("runs"), "runs")
+        return
+    _check_description(result.get("full"))
+    stored = result.get("stored")
+    if not isinstance(stored, list) or not all(
+        s is None or isinstance(s, np.ndarray) for s in stored
+    ):
+        raise MalformedResult("stored is not a list of shapes")
+    if not isinstance(result.get("cache_bytes"), np.ndarray):
+        raise MalformedResult("cache_bytes is not a number")
+
+
+def _check_steps(value: Any, what: str) -> None:
+    """A list of step reports: descriptions under ``out`` and ``position``, the name of a
+    refusal (or None) under ``raised``, arrays (or None) elsewhere."""
+    if not isinstance(value, list):
+        raise MalformedResult(f"{what} is not a list")
+    for item in value:
+        if not isinstance(item, dict) or not all(isinstance(k, str) for k in item):
+            raise MalformedResult(f"{what} holds something that is not a report")
+        for key, entry in item.items():
+            if key in ("out", "position"):
+                _check_description(entry)
+            elif key == "raised":
+                if entry not in (None, REFUSAL):
+                    raise MalformedResult(f"{what}: raised is not the refusal")
+            elif entry is not None and not isinstance(entry, np.ndarray):
+                raise MalformedResult(f"{what}: {key} is not an array")
+
+
+def _check_memory(value: Any) -> None:
+    counts = [value.get(k) for k in ("largest", "peak")] if isinstance(value, dict) else [None]
+    if not (
+        all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts)
+        and isinstance(value.get("largest_what"), str)
+        and len(value["largest_what"]) <= 200
+        and len(value) == 3
+    ):
+        raise MalformedResult("memory is not what the memory watch reports")
 
 
 MAX_KERNELS = 1000
@@ -504,12 +785,23 @@ def _shapes_reply(result: dict[str, Any]) -> None:
         raise MalformedResult("shapes is not a mapping of names to integer lists")
 
 
+def _bounded_reply(result: dict[str, Any]) -> None:
+    """bounded_call's: call_function's, and what the memory watch saw."""
+    _call_reply(result)
+    _check_memory(result.get("memory"))
+
+
 REPLIES: dict[str, Callable[[dict[str, Any]], None]] = {
     "call_function": _call_reply,
+    "bounded_call": _bounded_reply,
     "layer_property": _call_reply,
     "run_module": _module_reply,
     "train_step": _step_reply,
     "transfer_weights": _transfer_reply,
     "parameter_shapes": _shapes_reply,
+    **{
+        driven: functools.partial(_validate_driven, driven)
+        for driven in ("cache_steps", "decode", "generation")
+    },
 }
 """Each adapter's check of the rest of its reply (see :func:`validate_result`)."""

@@ -80,6 +80,8 @@ LESSONS: tuple[tuple[str, str, str], ...] = (
     ("03_causal_attention", "Causal attention", "torch"),
     ("04_multihead_attention", "Multi-head attention", "torch"),
     ("05_watch_attention_learn", "Watch attention learn", "torch"),
+    ("06_attention_at_inference", "Attention at inference", "torch"),
+    ("07_flash_attention", "FlashAttention on a CPU", "torch"),
 )
 """(slug, title, framework) of each assignment, in teaching order."""
 

@@ -15,7 +15,10 @@ The rule, shared by the grader and the self-check:
    consistent with a mistake but never evidence for it;
 4. a mistake is named only when exactly one catalogued mistake explains the submission.
    A mistake whose evidence is ``forbidden`` (calling a library function the exercise
-   asks you to write) is named only when a call actually ran a forbidden function.
+   asks you to write) is named only when a call actually ran a forbidden function. One
+   whose evidence is ``memory`` (a whole score matrix built) explains a call that ran out
+   of the memory the grader allows as well as one that answers as its program does: the
+   program itself computes the right values wherever it runs with memory enough.
 
 This module holds the rule and the *fingerprints*: the correct answers and every mistake
 program's answers to the exercise's visible checks, whose inputs are fixed, shipped as
@@ -55,8 +58,9 @@ from .implementation import (  # noqa: F401  (recording lives with the implement
 
 FINGERPRINTS = Path(__file__).resolve().parent / "mistake_fingerprints.bin"  # attnkit generate
 
-VALUES, FORBIDDEN_CALL = "values", "forbidden"
-"""What a mistake is named from: wrong values, or runtime evidence of a forbidden call."""
+VALUES, FORBIDDEN_CALL, MEMORY = "values", "forbidden", "memory"
+"""What a mistake is named from: wrong values, runtime evidence of a forbidden call, or a
+call that ran out of the memory it may hold (and values otherwise)."""
 
 
 @dataclass(frozen=True)
@@ -114,13 +118,21 @@ def same(a: Any, b: Any) -> bool:
 
 
 def explains(
-    submission: Sequence[Answer], correct: Sequence[Answer], program: Sequence[Answer]
+    submission: Sequence[Answer],
+    correct: Sequence[Answer],
+    program: Sequence[Answer],
+    memory: bool = False,
 ) -> bool:
     """Whether a mistake program answers every call as the submission did, with at least
     one wrong answer that singles it out (see :meth:`Answer.singles_out`). Incidental
-    differences in how a mistake is written are the catalogue's families' job."""
+    differences in how a mistake is written are the catalogue's families' job. With
+    ``memory`` (a mistake whose evidence is memory), a call that ran out of memory is
+    explained by the program, and singles it out."""
     evidence = False
     for got, right, wrong in zip(submission, correct, program, strict=True):
+        if memory and got.ran_out_of_memory:
+            evidence = True
+            continue
         if not agree(got, wrong):
             return False  # a student who is right where the mistake is wrong did not make it
         evidence = evidence or (not agree(got, right) and got.singles_out(wrong))
@@ -139,7 +151,7 @@ def single_out(
     if any(answer.ran_forbidden for answer in submission):
         forbidden = [m for m in candidates if m.evidence == FORBIDDEN_CALL]
         return forbidden[0] if len(forbidden) == 1 else None
-    found = [m for m in candidates if m.evidence == VALUES and explained(m)]
+    found = [m for m in candidates if m.evidence in (VALUES, MEMORY) and explained(m)]
     return found[0] if len(found) == 1 else None
 
 
@@ -244,7 +256,12 @@ def diagnose_by_fingerprint(
 
     def explained(mistake: Fingerprint) -> bool:
         return any(
-            explains(submission, right, [as_answer(program[c.key]) for c in made])
+            explains(
+                submission,
+                right,
+                [as_answer(program[c.key]) for c in made],
+                memory=mistake.evidence == MEMORY,
+            )
             for program in mistake.programs
         )
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from .adapters import ADAPTERS
 from .student_process.recorder import HOOKS, Recorder, torch_loaded
 from .student_process.withheld import WITHHELD_TYPE, KernelWithheld
+from .tensor_memory import out_of_memory
 
 MESSAGE_CHARS = 100
 """What the kit keeps of an exception a submission's code raised: the first line of its
@@ -132,6 +133,12 @@ class Answer:
             self.raised == WITHHELD_TYPE
         )
 
+    @property
+    def ran_out_of_memory(self) -> bool:
+        """The call raised what a call that runs out of memory raises (see
+        attnkit.tensor_memory.out_of_memory)."""
+        return out_of_memory(self.raised, self.message)
+
     def plain(self) -> dict[str, Any]:
         return {"outcome": strip(self.outcome), "raised": self.raised, "message": self.message}
 
@@ -148,8 +155,9 @@ def strip(result: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: v for k, v in result.items() if k not in RECORDER_KEYS}
 
 
-RECORDER_KEYS = ("forbidden_used", "forbidden_unverified", "kernels_reached")
-"""What the recorder adds to an adapter's result: not part of the answer."""
+RECORDER_KEYS = ("forbidden_used", "forbidden_unverified", "kernels_reached", "memory")
+"""What the recorder (and the memory watch) add to an adapter's result: not part of the
+answer."""
 
 
 @dataclass

@@ -207,6 +207,77 @@ class Lesson:
             return show_heads(model, ids, **options)
         return None
 
+    def show_window(self, sliding_window_mask: Any, **options: Any) -> Any:
+        """Draw which keys your ``sliding_window_mask`` lets each query see: see
+        :func:`attnkit.inference.show_window`. The grader does not run this cell."""
+        from .inference import show_window
+
+        with self.demo():
+            return show_window(sliding_window_mask, **options)
+        return None
+
+    def show_rope(self, rope: Any, **options: Any) -> Any:
+        """Draw what your ``rope`` does to a dot product as the distance grows: see
+        :func:`attnkit.inference.show_rope`. The grader does not run this cell."""
+        from .inference import show_rope
+
+        with self.demo():
+            return show_rope(rope, **options)
+        return None
+
+    def show_cache_memory(self, attention_class: Any, **options: Any) -> Any:
+        """Draw a large model's cache memory against the context length, from your classes:
+        see :func:`attnkit.inference.show_cache_memory`. The grader does not run this cell."""
+        from .inference import show_cache_memory
+
+        with self.demo():
+            return show_cache_memory(attention_class, **options)
+        return None
+
+    def time_generation(self, model_class: Any, generate: Any, **options: Any) -> Any:
+        """Time each generated token with your cache and without one, on this CPU: see
+        :func:`attnkit.inference.time_generation`. The grader does not run this cell."""
+        from .inference import time_generation
+
+        with self.demo():
+            return time_generation(model_class, generate, **options)
+        return None
+
+    def naive_attention(self, q: Any, k: Any, v: Any, causal: bool = False) -> tuple[Any, Any]:
+        """(output, log-sum-exp) of attention that builds the whole score matrix (lesson 7's
+        baseline, with its causal mask aligned bottom-right): see
+        :func:`attnkit.flash.naive_attention`."""
+        from .flash import naive_attention
+
+        return naive_attention(q, k, v, causal)
+
+    def show_tiles(self, **options: Any) -> list[Any] | None:
+        """Draw the tiles one FlashAttention call walks through and one row's running
+        statistics (lesson 7): see :func:`attnkit.flash.show_tiles`. The grader does not run
+        this cell."""
+        from .flash import show_tiles
+
+        return show_tiles(**options)
+
+    def compare_memory(self, flash_attention: Any, **options: Any) -> list[Any] | None:
+        """Measure and plot the memory of naive attention and of your ``flash_attention``
+        against T (lesson 7): see :func:`attnkit.flash.compare_memory`. The grader does not
+        run this cell. Until ``flash_attention`` is done, it prints one line instead."""
+        from .flash import compare_memory
+
+        with self.demo():
+            return compare_memory(flash_attention, **options)
+        return None
+
+    def compare_time(self, flash_attention: Any, **options: Any) -> list[Any] | None:
+        """Time naive attention and your ``flash_attention`` against T on this CPU (lesson
+        7): see :func:`attnkit.flash.compare_time`. The grader does not run this cell."""
+        from .flash import compare_time
+
+        with self.demo():
+            return compare_time(flash_attention, **options)
+        return None
+
     @contextmanager
     def demo(self) -> Iterator[None]:
         """Run demo code, turning "not implemented yet" into one line instead of a traceback.

@@ -218,9 +218,20 @@ def parse_python(source: str) -> ast.Module | None:
 CHECK_CELL_CHARS = 20_000
 
 
-LESSON_DEMOS = ("train", "show_heads")
-"""The lesson helper's demonstrations (see attnkit.watch): they train and draw for the
-student's eyes, and no exercise is graded on what they do."""
+LESSON_DEMOS = (
+    "train",
+    "show_heads",
+    "show_window",
+    "show_rope",
+    "show_cache_memory",
+    "time_generation",
+    "show_tiles",
+    "compare_memory",
+    "compare_time",
+)
+"""The lesson helper's demonstrations (see attnkit.watch, attnkit.inference and
+attnkit.flash): they train, time, draw and measure for the student's eyes, and no exercise is
+graded on what they do."""
 
 
 @functools.lru_cache(maxsize=512)  # asked of every cell again and again while grading

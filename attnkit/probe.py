@@ -67,6 +67,18 @@ class Probe:
             framework=self.framework,
         )
 
+    def bounded(self, *args: Any, limit_bytes: int, **kwargs: Any) -> dict[str, Any]:
+        """Call the exercise's function as :meth:`call` does, while no tensor it makes may
+        exceed ``limit_bytes`` (see adapters.bounded_call)."""
+        return self._run(
+            "bounded_call",
+            name=self.exercise.name,
+            args=list(args),
+            kwargs=kwargs,
+            framework=self.framework,
+            limit_bytes=limit_bytes,
+        )
+
     def module(
         self,
         init_args: list[Any],
@@ -106,6 +118,36 @@ class Probe:
         adapters.layer_property)."""
         return self._run(
             "layer_property", name=self.exercise.name, layer=layer, args=list(args), seed=seed
+        )
+
+    def cache_steps(
+        self, init_args: list[Any], steps: list[dict[str, Any]], **kwargs: Any
+    ) -> dict[str, Any]:
+        """Build the exercise's cache and drive it through ``steps`` (see
+        adapters.cache_steps)."""
+        return self._run(
+            "cache_steps", name=self.exercise.name, init_args=init_args, steps=steps, **kwargs
+        )
+
+    def decode(self, init_args: list[Any], chunks: list[Any], **kwargs: Any) -> dict[str, Any]:
+        """Feed the exercise's layer or model ``chunks`` with a cache, then all of them at
+        once without one (see adapters.decode)."""
+        return self._run(
+            "decode", name=self.exercise.name, init_args=init_args, chunks=chunks, **kwargs
+        )
+
+    def generation(
+        self, init_args: list[Any], prompts: list[Any], max_new_tokens: int, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Generate from each prompt with the exercise, on one model the kit builds from the
+        notebook's ``TinyDecoder`` (see adapters.generation)."""
+        return self._run(
+            "generation",
+            name=self.exercise.name,
+            init_args=init_args,
+            prompts=prompts,
+            max_new_tokens=max_new_tokens,
+            **kwargs,
         )
 
     def sibling(self, exercise: Exercise) -> Probe:

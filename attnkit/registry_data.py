@@ -225,4 +225,107 @@ EXERCISES: dict[str, list[dict[str, Any]]] = {
             "uses": [],
         },
     ],
+    "06_attention_at_inference": [
+        {
+            "name": "KVCache",
+            "task": "append keys and values, advance the position, refuse to overflow",
+            "forbidden": [],
+            "uses": [],
+        },
+        {
+            "name": "chunk_causal_mask",
+            "task": "causal mask of the last queries against all keys, True where blocked",
+            "forbidden": [],
+            "uses": [],
+        },
+        {
+            "name": "sliding_window_mask",
+            "task": "causal mask that also blocks keys `window` or more steps back",
+            "forbidden": [],
+            "uses": [],
+        },
+        {
+            "name": "RollingKVCache",
+            "task": "a cache that keeps only the last `window` tokens",
+            "forbidden": [],
+            "uses": [],
+        },
+        {
+            "name": "rope",
+            "task": "rotate pairs of features by angles that grow with the position",
+            "forbidden": [],
+            "uses": [],
+        },
+        {
+            "name": "GroupedQueryAttention",
+            "task": "shared key/value heads, RoPE at absolute positions, a cache",
+            "forbidden": [
+                "torch.nn.functional.scaled_dot_product_attention",
+                "torch.nn.MultiheadAttention",
+            ],
+            "uses": [
+                "KVCache",
+                "chunk_causal_mask",
+                "sliding_window_mask",
+                "RollingKVCache",
+                "rope",
+            ],
+        },
+        {
+            "name": "TinyDecoder",
+            "task": "residual blocks, each with its own cache",
+            "forbidden": [
+                "torch.nn.functional.scaled_dot_product_attention",
+                "torch.nn.MultiheadAttention",
+            ],
+            "uses": ["GroupedQueryAttention"],
+        },
+        {
+            "name": "generate",
+            "task": "greedy decoding with the caches: prefill, then one token a step",
+            "forbidden": [],
+            "uses": ["TinyDecoder"],
+        },
+    ],
+    "07_flash_attention": [
+        {
+            "name": "online_softmax",
+            "task": "softmax from a running max and sum over blocks",
+            "forbidden": [
+                "torch.softmax",
+                "torch.nn.functional.softmax",
+                "torch.Tensor.softmax",
+                "scipy.special.softmax",
+                "torch.nn.functional.scaled_dot_product_attention",
+                "torch.nn.MultiheadAttention",
+            ],
+            "uses": [],
+        },
+        {
+            "name": "flash_attention",
+            "task": "tiled attention: output and log-sum-exp",
+            "forbidden": [
+                "torch.softmax",
+                "torch.nn.functional.softmax",
+                "torch.Tensor.softmax",
+                "scipy.special.softmax",
+                "torch.nn.functional.scaled_dot_product_attention",
+                "torch.nn.MultiheadAttention",
+            ],
+            "uses": [],
+        },
+        {
+            "name": "flash_attention_backward",
+            "task": "gradients by recomputing each tile's weights",
+            "forbidden": [
+                "torch.softmax",
+                "torch.nn.functional.softmax",
+                "torch.Tensor.softmax",
+                "scipy.special.softmax",
+                "torch.nn.functional.scaled_dot_product_attention",
+                "torch.nn.MultiheadAttention",
+            ],
+            "uses": [],
+        },
+    ],
 }

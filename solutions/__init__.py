@@ -10,6 +10,9 @@ One module per idea, in teaching order:
 * :mod:`.multihead_attention` lesson 4: the multi-head wrapper and fused multi-head attention
 * :mod:`.tiny_transformer`    lesson 5: a tiny transformer around lesson 4's layer, trained
 * :mod:`.attention_heads`     lesson 5: head detectors, padding masks, scaling, positions
+* :mod:`.inference`           lesson 6: the KV cache, chunked prefill, sliding windows,
+  grouped-query attention, rotary positions and cached generation
+* :mod:`.flash_attention`     lesson 7: the online softmax, tiled attention and its backward
 
 These are instructor material: they never ship in the student bundle.
 """

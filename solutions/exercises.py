@@ -83,6 +83,8 @@ ASSIGNMENT_MODULES: dict[str, tuple[str, ...]] = {
     "03_causal_attention": ("scaled_dot_product", "causal_attention"),
     "04_multihead_attention": ("scaled_dot_product", "causal_attention", "multihead_attention"),
     "05_watch_attention_learn": ("tiny_transformer", "attention_heads"),
+    "06_attention_at_inference": ("inference",),
+    "07_flash_attention": ("flash_attention",),
 }
 
 

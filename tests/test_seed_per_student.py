@@ -41,7 +41,7 @@ from attnkit_autograder.grading.options import GradeOptions
 from attnkit_autograder.grading.per_student import CourseSecret, CourseSecretError, inputs_of
 from attnkit_autograder.grading.suite_support import input_seed, randn, rng, salted
 from attnkit_autograder.platforms import gradescope, slurm
-from attnkit_autograder.sandbox.isolation import CellHistory
+from attnkit_autograder.sandbox.cell_history import CellHistory
 from attnkit_solutions.exercises import reference_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,6 +160,7 @@ class InProcess(LocalImplementation):
     def __init__(self, namespace: dict) -> None:
         super().__init__(namespace)
         self.history, self.spawned, self.sandbox = CellHistory(), 0, {}
+        self.failed = None
 
     def prepare(self) -> None:
         pass
@@ -169,6 +170,9 @@ class InProcess(LocalImplementation):
 
     def redefined_at(self) -> set[str]:
         return set()
+
+    def memory(self) -> dict:
+        return {}
 
 
 def test_the_pipeline_salts_each_submissions_hidden_tests_and_only_those(monkeypatch) -> None:

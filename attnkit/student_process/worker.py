@@ -165,7 +165,11 @@ def confine(limits: dict[str, Any], scratch: str) -> dict[str, Any]:
     os.environ["TMPDIR"] = workdir
     seccomp_on = bool(limits.get("seccomp", True))
     install_seccomp(full=seccomp_on)
-    return {"seccomp": seccomp_on, "memory_limit": "address space of the one worker process"}
+    return {
+        "seccomp": seccomp_on,
+        "memory_limit": "address space of the one worker process",
+        "mapped_at_start": mapped,
+    }
 
 
 # -- the worker ---------------------------------------------------------------------------------

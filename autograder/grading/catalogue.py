@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.diagnosis import (
+    MEMORY,
     Answer,
     MistakeInfo,
     RecordedCall,
@@ -193,7 +194,7 @@ def diagnose(
 
     def explained(mistake: Mistake) -> bool:
         return any(
-            explains(submission, correct, answers)
+            explains(submission, correct, answers, memory=mistake.evidence == MEMORY)
             for answers in (replays.answers(code) for code in mistake.programs())
             if answers is not None
         )

@@ -13,6 +13,7 @@ is killed from outside the sandbox.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ from attnkit.diagnosis import RecordingImplementation
 from attnkit.notebook_code import Cell, NotebookError, read_cells
 from attnkit.outcome import INTERNAL, PASSED, Outcome
 
+from ..lessons import memory_bound
 from ..lessons.rubric import graded_cells
 from ..sandbox.errors import WorkerCrashed, WorkerTimeout
 from ..sandbox.isolation import IsolatedSubmission
@@ -156,10 +158,15 @@ def open_sandbox(grading: Grading) -> WithholdingSubmission:
     settings = grading.settings
     budget = max(settings.budget - (time.monotonic() - grading.started), 0.0)
 
+    limits = settings.options.limits(budget)
+    bound = memory_bound(grading.slug)
+    if bound is not None:  # the lesson's own bound, never more than the option allows
+        limits = dataclasses.replace(limits, memory_bytes=min(limits.memory_bytes, bound))
+
     def open_worker(profile: str | None, primary: IsolatedSubmission | None) -> Any:
         worker = IsolatedSubmission(
             grading.cells,
-            settings.options.limits(budget),
+            limits,
             sandbox=settings.sandbox_settings(),
             watch=tuple(e.name for e in ASSIGNMENTS[grading.slug].exercises),
             label=grading.submission.key,
@@ -240,6 +247,7 @@ def run_in_sandbox(grading: Grading) -> None:
     grading.run = {
         "workers_started": impl.spawned,
         "sandbox": impl.sandbox,
+        "memory": impl.memory(),
         "cell_seconds": {str(index): seconds for index, seconds in history.seconds.items()},
     }
     if history.shared:

@@ -90,12 +90,18 @@ def rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(input_seed(seed))
 
 
+def shared_rng(seed: int) -> np.random.Generator:
+    """The generator of what every student is given alike (a suite's shapes, a book's
+    seed): never salted per student, unlike :func:`rng`."""
+    return np.random.default_rng(seed)
+
+
 def randn(
     *shape: int, seed: int, dtype: Any = np.float32, scale: float = 1.0, per_student: bool = True
 ) -> np.ndarray:
     """Standard normal values of ``shape``, times ``scale``. ``per_student=False`` only for
     the inputs of a book-seed test, which every student must be given alike."""
-    generator = rng(seed) if per_student else np.random.default_rng(seed)
+    generator = rng(seed) if per_student else shared_rng(seed)
     return (generator.normal(size=shape) * scale).astype(dtype)
 
 

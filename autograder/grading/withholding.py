@@ -35,8 +35,9 @@ from attnkit.adapters import MissingDefinition
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.student_process.recorder import ATTENTION_FAMILY, FAMILIES, SOFTMAX_FAMILY
 
+from ..sandbox.cell_history import CellHistory
 from ..sandbox.errors import WITHHELD_TYPE, SubmissionError
-from ..sandbox.isolation import CellHistory, IsolatedSubmission, LentCallReached
+from ..sandbox.isolation import IsolatedSubmission, LentCallReached
 
 ORDER = ("softmax", "attention", None)
 
@@ -207,6 +208,15 @@ class WithholdingSubmission:
             if killed
             else (self.primary.sandbox)
         )
+
+    def memory(self) -> dict[str, Any]:
+        """The workers' memory limit and the most any held, measured from outside (see
+        IsolatedSubmission.memory)."""
+        found: dict[str, Any] = {}
+        for worker in self.workers.values():
+            for key, value in worker.memory().items():
+                found[key] = max(found.get(key, value), value)
+        return found
 
     @property
     def failed(self) -> str | None:

@@ -21,3 +21,12 @@ def folder(slug: str) -> Path:
 def part(slug: str, name: str) -> ModuleType:
     """One module of lesson ``slug``'s folder: ``hidden_tests``, ``mutation``, ``heatmaps``."""
     return importlib.import_module(f"{__name__}.l{slug}.{name}")
+
+
+def memory_bound(slug: str) -> int | None:
+    """The memory, in bytes, lesson ``slug``'s sandboxed workers may add to what they start
+    with, where the lesson's folder sets one (``MEMORY_MB`` in its ``__init__.py``: lesson 7,
+    whose point is attention that never holds the whole score matrix); None where the
+    grading options' ``--memory-mb`` alone applies."""
+    megabytes = getattr(importlib.import_module(f"{__name__}.l{slug}"), "MEMORY_MB", None)
+    return None if megabytes is None else int(megabytes) * 1024**2

@@ -331,11 +331,12 @@ def beside(slug: str, count: int, per: float, work: Path, jobs: int, timeout: fl
 
 
 def small_and_beside(args: argparse.Namespace, per: float, work: Path) -> list[str]:
-    """A class of 10, start-up included; and the lesson ``--beside``, against the first."""
+    """A class of 10, start-up included; and each lesson ``--beside``, against the first."""
     small = class_of(10, work / "subs", work, args.jobs, args.timeout)
     lines = [f"a class of 10, start-up included: {small:.1f} s"]
-    if args.beside and args.beside != args.assignment:
-        lines.append(beside(args.beside, args.submissions, per, work, args.jobs, args.timeout))
+    for slug in args.beside:
+        if slug and slug != args.assignment:
+            lines.append(beside(slug, args.submissions, per, work, args.jobs, args.timeout))
     return lines
 
 
@@ -359,9 +360,11 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=5.0, help="attnkit's per-call timeout")
     parser.add_argument(
         "--beside",
-        default="05_watch_attention_learn",
+        nargs="*",
+        default=["05_watch_attention_learn", "06_attention_at_inference", "07_flash_attention"],
         metavar="LESSON",
-        help="also grade as many submissions of this lesson and print its cost beside (none: '')",
+        help="also grade as many submissions of each of these lessons and print their cost "
+        "beside (none: --beside with no lesson)",
     )
     parser.add_argument(
         "--profile",

@@ -31,7 +31,7 @@ class SubmissionError(Exception):
         self.message = message
 
 
-def _text(value: Any, limit: int = 300) -> str:
+def untrusted_text(value: Any, limit: int = 300) -> str:
     """Untrusted text from the sandbox, as a bounded, printable string."""
     text = value if isinstance(value, str) else ""
     return "".join(c if c.isprintable() else "?" for c in text[:limit])
@@ -54,14 +54,22 @@ KNOWN_TYPES = frozenset(
     name
     for name, value in vars(builtins).items()
     if isinstance(value, type) and issubclass(value, BaseException)
-) | {"MissingDefinition", "AxisError", "LinAlgError", "OutOfMemoryError", WITHHELD_TYPE}
+) | {
+    "MissingDefinition",
+    "AxisError",
+    "LinAlgError",
+    "OutOfMemoryError",
+    "_ArrayMemoryError",  # NumPy's MemoryError
+    "HeldTooMuch",  # the kit's memory watch (attnkit.tensor_memory)
+    WITHHELD_TYPE,
+}
 """The exception names feedback repeats: Python's own and the libraries' few. A class the
 notebook defines could name itself anything (the inputs it saw included), so it is called
 ``Exception``: only the bounded message is the student's to say."""
 
 
 def known_type(name: Any) -> str:
-    text = _text(name, STUDENT_TYPE_CHARS)
+    text = untrusted_text(name, STUDENT_TYPE_CHARS)
     return text if text in KNOWN_TYPES else "Exception"
 
 
@@ -77,7 +85,7 @@ def raised_in_submission(error: Any) -> Exception:
     if type_name == "NotImplementedError":
         return NotImplementedError(message)
     if type_name == "MissingDefinition":
-        return MissingDefinition(_text(error.get("name"), 120) or message)
+        return MissingDefinition(untrusted_text(error.get("name"), 120) or message)
     if type_name == "MemoryError":
         return SubmissionError("MemoryError", "used more memory than the grader allows")
     return SubmissionError(type_name, message)

@@ -19,6 +19,7 @@ outside is skipped on that replay. A budget per submission bounds the total.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import signal
 import time
@@ -27,17 +28,15 @@ from typing import Any
 
 from attnkit.adapters import MalformedResult, validate_result
 from attnkit.notebook_code import Cell
-from attnkit.notebook_run import CellOutcome
 from attnkit.student_process.wire import CELL_LIMITS
 from attnkit.student_process.withheld import LENT_EXIT
 
+from .cell_history import CellHistory
 from .channel import MAX_SUBMISSION_BYTES, Channel
 from .errors import (
-    WITHHELD_NOTE,
     WITHHELD_TYPE,
     WorkerCrashed,
     WorkerTimeout,
-    _text,
     raised_in_submission,
 )
 from .layout import SandboxSettings
@@ -84,75 +83,6 @@ class Clock:
 
 
 @dataclass
-class CellHistory:
-    """What the notebook's cells did, as the workers reported it. It only ever becomes a
-    note, or a cell skipped when the cells run again: verdicts come from returned values."""
-
-    seconds: dict[int, float] = field(default_factory=dict)
-    """How long each cell took to answer, the first time the cells ran."""
-    shared: list[int] = field(default_factory=list)
-    """Cells whose results the worker took from the sandbox's one run (first run)."""
-    stopped: set[int] = field(default_factory=set)
-    """Cells the grader had to stop from outside: skipped when the cells run again."""
-    skipped: dict[int, set[int]] = field(default_factory=dict)
-    """Statements (cell index to lines) that ran to the cell's limit: left out when the
-    cells run again, and every other statement of the cell still runs."""
-    thread_cells: set[int] = field(default_factory=set)
-    """Cells after which more threads were running than before them."""
-    thread_noted: set[int] = field(default_factory=set)
-    threads: int = 0
-    """Threads the current worker's cells have left running so far."""
-    failures: dict[int, CellOutcome] = field(default_factory=dict)
-    """What each cell that raised or ran out of time did, by cell index (first run)."""
-    withheld: dict[int, str] = field(default_factory=dict)
-    """Cells that stopped at a withheld kernel (first run)."""
-    reached: bool = False
-    """A withheld kernel was reached, caught or not (see IsolatedSubmission.can_lend)."""
-    notes: list[str] = field(default_factory=list)
-    stop_notes: list[str] = field(default_factory=list)
-
-    def record(self, cell: Cell, reported: Any, first_run: bool, limit: float) -> str | None:
-        """Take what a worker reported of one cell (anything at all: it is the worker's
-        word); the cell's note, if it failed."""
-        threads = reported.get("threads") if isinstance(reported, dict) else None
-        if isinstance(threads, int) and not isinstance(threads, bool) and threads > self.threads:
-            self.thread_cells.add(cell.index)
-        if isinstance(threads, int) and not isinstance(threads, bool):
-            self.threads = threads
-        if isinstance(reported, dict) and reported.get("shared") is True and first_run:
-            self.shared.append(cell.index)
-        if not isinstance(reported, dict) or reported.get("withheld") != 0:
-            self.reached = True  # anything but a plain count of none: assume reached
-        if not isinstance(reported, dict) or reported.get("status") not in ("error", "timeout"):
-            return None
-        if reported.get("status") == "timeout":
-            # It ran to its limit once: when the cells run again (a new worker after a
-            # call timed out), that statement is left out rather than paid for again.
-            line = reported.get("statement")
-            if isinstance(line, int) and not isinstance(line, bool) and line > 0:
-                self.skipped.setdefault(cell.index, set()).add(line)
-            else:
-                self.stopped.add(cell.index)
-        line = reported.get("line")
-        if reported.get("status") == "timeout":
-            line = reported.get("statement")
-        if reported.get("error_type") == WITHHELD_TYPE and first_run:
-            self.withheld[cell.index] = _text(reported.get("message"), 120)
-            return WITHHELD_NOTE.format(index=cell.index)
-        outcome = self.failures.setdefault(
-            cell.index,
-            CellOutcome(
-                cell.index,
-                status=str(reported["status"]),
-                error_type=_text(reported.get("error_type"), 80),
-                message=_text(reported.get("message"), 200),
-                line=line if isinstance(line, int) and not isinstance(line, bool) else None,
-            ),
-        )
-        return outcome.note(limit, cell.source)
-
-
-@dataclass
 class Workers:
     """The current worker and the sandbox around it, and how the earlier workers ended."""
 
@@ -173,6 +103,9 @@ class Workers:
     fault, so the submission is not scored (a rerun grades it again)."""
     allowance: list[int] = field(default_factory=lambda: [MAX_SUBMISSION_BYTES])
     """Bytes this submission may still send, shared by its workers."""
+    mapped: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """By pid, what each worker had mapped when its limit was set (told before any notebook
+    code ran), and the most it ever mapped (VmPeak, read by the zygote at its end)."""
 
 
 class IsolatedSubmission:
@@ -292,6 +225,10 @@ class IsolatedSubmission:
         self.workers.spawned += 1
         self.history.threads = 0
         ready = self.workers.channel.receive(time.monotonic() + 30, "starting")
+        said = ready.get("ready", {}) if isinstance(ready, dict) else {}
+        pid, mapped = (said.get(k) for k in ("pid", "mapped_at_start")) if said else (0, 0)
+        if all(type(n) is int for n in (pid, mapped)):  # told before any notebook code ran
+            self.workers.mapped[pid] = (mapped, mapped)
         self.sandbox = {
             "level": self.workers.zygote.level,
             "bwrap": self.workers.zygote.bwrap,
@@ -353,6 +290,11 @@ class IsolatedSubmission:
         return reply
 
     def _stop_worker(self) -> None:
+        if self.workers.channel is not None and self.workers.zygote is not None:
+            with contextlib.suppress(SandboxDied):  # while the worker lives: its VmPeak
+                for pid, peak in self.workers.zygote.measure().items():
+                    if pid in self.workers.mapped:
+                        self.workers.mapped[pid] = (self.workers.mapped[pid][0], peak)
         if self.workers.channel is not None:
             self.workers.channel.close()
             self.workers.channel = None
@@ -380,6 +322,17 @@ class IsolatedSubmission:
         self._stop_worker()
 
     kill = close
+
+    def memory(self) -> dict[str, Any]:
+        """The workers' memory limit and the most any used, measured from outside (see
+        docs/security.md): ``peak_bytes``, the address space a worker mapped at its peak
+        beyond what it had when its limit was set, and ``peak_rss_bytes``, the most it held
+        resident (wait4, as the zygote reaped it)."""
+        added = [peak - start for start, peak in self.workers.mapped.values()]
+        resident = [end.peak_rss for end in self.workers.endings if end.peak_rss is not None]
+        found = {"peak_bytes": max(max(added), 0)} if added else {}
+        found |= {"peak_rss_bytes": max(resident)} if resident else {}
+        return {"limit_bytes": self.limits.memory_bytes, **found}
 
     def prepare(self) -> None:
         """Start the first worker now (running the cells), instead of at the first call."""

@@ -87,6 +87,11 @@ class WorkerEnd:
     """The reset killed it (the grader was done with it, or stopped it)."""
     stopped: str | None = None
     """Why the sandbox stopped it while it ran (a key of STOP_REASONS), if it did."""
+    pid: int | None = None
+    """Its process id in the sandbox (what the worker's ready message names)."""
+    peak_rss: int | None = None
+    """The most memory it held resident at once, in bytes: the kernel's account (wait4),
+    read by the zygote as it reaped the worker."""
 
     @classmethod
     def parse(cls, data: dict[str, Any]) -> WorkerEnd:
@@ -94,6 +99,7 @@ class WorkerEnd:
             value = data.get(key)
             return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
+        peak = number("max_rss_kib")
         return cls(
             signal=number("signal"),
             exit=number("exit"),
@@ -101,6 +107,8 @@ class WorkerEnd:
             cpu_limit=int(number("cpu_limit") or 0),
             by_sandbox=data.get("by_sandbox") is True,
             stopped=data["stopped"] if data.get("stopped") in STOP_REASONS else None,
+            pid=int(number("pid")) if number("pid") is not None else None,
+            peak_rss=int(peak) * 1024 if peak is not None and peak >= 0 else None,
         )
 
     def killed_from_outside(self) -> bool:
@@ -284,6 +292,25 @@ class Zygote:
                 raise SandboxDied("the sandbox did not answer a request to share cells")
             self.offered |= {cell["source"] for cell in new}
         return frozenset(self.offered)
+
+    def measure(self) -> dict[int, int]:
+        """Each live worker's VmPeak (the most address space it ever mapped) as the zygote
+        reads it from ``/proc``, in bytes, by pid. Raises SandboxDied if the zygote does not
+        answer."""
+        self.wait_ready()
+        try:
+            self.control.sendmsg([json.dumps({"op": "measure"}).encode()])
+            answer = self._receive(CONTROL_TIMEOUT)
+        except OSError as exc:
+            raise SandboxDied(f"the sandbox is gone ({exc})") from None
+        found = answer.get("measured")
+        if not isinstance(found, dict):
+            raise SandboxDied("the sandbox did not answer a request to measure")
+        return {
+            int(pid): sizes["VmPeak"]
+            for pid, sizes in found.items()
+            if pid.isdigit() and isinstance(sizes, dict) and isinstance(sizes.get("VmPeak"), int)
+        }
 
     def reset(self, grace: float = 0.0) -> list[WorkerEnd]:
         """Kill every worker and empty /tmp; how each worker since the last reset ended.

@@ -475,6 +475,11 @@ PATTERNS: dict[str, Callable[[Built], bool]] = {
     "large-negative": _any_line(r"-1e9|-1e\d\d|finfo\([^)]*\)\.min"),
     "float32-contract": _any_line(r"float32|\.dtype\)|dtype=\w+\.dtype"),
     "writefile-helper": _any_line(r"^%%writefile \w+\.py"),
+    "numpy-inside": _any_line(r"\.numpy\(\)"),
+    "while-loops": _any_line(r"^\s+while \w"),
+    "generator": _any_line(r"^\s+yield\b"),
+    "torch-split": _any_line(r"\.split\(\w+, dim=-[12]\)|\.split\(block_\w, -[12]\)"),
+    "log-domain": _any_line(r"\blogaddexp\("),
 }
 
 
