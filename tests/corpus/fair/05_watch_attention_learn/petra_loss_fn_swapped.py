@@ -1,6 +1,6 @@
 STORY = "exported as .py: train_step calls a loss_fn object from the cell above; at the end she swaps loss_fn for label smoothing to try it"
 PATTERNS = ["py-export", "renamed-file", "question-comment"]
-SAVE = {"file": "petra_05.py", "editor": "py"}
+SAVE = {"file": "petra_05_watch_attention_learn.py", "editor": "py"}
 EDITS = [
     ("above", "train_step", "loss_fn = nn.CrossEntropyLoss()"),
     (
