@@ -1,3 +1,4 @@
+# ruff: noqa: E501 (the in-kernel verification code is kept compact)
 """Verify fairness-corpus cases in a real Jupyter kernel (nbclient), independently of the grader.
 
 For each case file given, the built notebook (``builder.build``) runs top to bottom in a fresh
@@ -304,21 +305,30 @@ def verify(path: Path, out: Path) -> dict:
             continue
         code_index += 1
         if errors:
-            record["cell_errors"].append({"cell": code_index, "first_line": source.splitlines()[0] if source else "", "errors": errors})
+            record["cell_errors"].append(
+                {
+                    "cell": code_index,
+                    "first_line": source.splitlines()[0] if source else "",
+                    "errors": errors,
+                }
+            )
         name = check_name(source)
         if name:
             verdict = re.search(rf"{name}: (\d+) of (\d+) visible checks pass", text)
             record["checks"][name] = (
-                "all pass" if verdict and verdict.group(1) == verdict.group(2) else text.strip()[:400]
+                "all pass"
+                if verdict and verdict.group(1) == verdict.group(2)
+                else text.strip()[:400]
             )
-    record["ok_at_checks"] = all(
-        e.get("spot") in (True, None)
-        and all(v[2] == "passed" for v in e.get("hidden", []))
-        for r in record["verify"]
-        if r.get("tag") == "at check"
-        for e in r["exercises"].values()
-    ) and all(v == "all pass" for v in record["checks"].values()) and not any(
-        r.get("tag") == "verify cell raised" for r in record["verify"]
+    record["ok_at_checks"] = (
+        all(
+            e.get("spot") in (True, None) and all(v[2] == "passed" for v in e.get("hidden", []))
+            for r in record["verify"]
+            if r.get("tag") == "at check"
+            for e in r["exercises"].values()
+        )
+        and all(v == "all pass" for v in record["checks"].values())
+        and not any(r.get("tag") == "verify cell raised" for r in record["verify"])
     )
     record["ok_at_end"] = all(
         e.get("spot") in (True, None) and all(v[2] == "passed" for v in e.get("hidden", []))

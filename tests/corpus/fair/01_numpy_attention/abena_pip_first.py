@@ -54,3 +54,4 @@ return weights @ V, weights
 """,
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

@@ -29,7 +29,7 @@ print("largest difference to torch.softmax:", np.abs(ours - ref).max())
     (
         "replace",
         "self_attention",
-        '''
+        """
 def self_attention(X, W_q, W_k, W_v, causal=False):
     Q, K, V = X @ W_q, X @ W_k, X @ W_v
     scores = scale_scores(attention_scores(Q, K), Q.shape[-1])
@@ -47,6 +47,7 @@ ctx, _ = self_attention(Xc, *Wc, causal=True)
 qt, kt, vt = (torch.from_numpy(Xc @ W) for W in Wc)
 expected = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, is_causal=True).numpy()
 print("same as torch:", np.allclose(ctx, expected, atol=1e-5))
-''',
+""",
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

@@ -39,3 +39,4 @@ return j > i
 """,
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

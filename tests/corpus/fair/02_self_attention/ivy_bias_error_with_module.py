@@ -5,7 +5,7 @@ EDITS = [
     (
         "replace",
         "copy_v2_weights_into_v1",
-        '''
+        """
 class BiasNotSupported(ValueError):
     def __init__(self, name, layer):
         super().__init__(name, layer)
@@ -33,6 +33,7 @@ def copy_v2_weights_into_v1(v2: SelfAttention_v2, v1: SelfAttention_v1) -> SelfA
     v1.W_key = transposed("W_key", v2.W_key)
     v1.W_value = transposed("W_value", v2.W_value)
     return v1
-''',
+""",
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

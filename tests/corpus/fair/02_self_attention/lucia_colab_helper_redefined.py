@@ -30,7 +30,7 @@ return weights @ self.W_value(x)
     (
         "end",
         None,
-        '''
+        """
 # playing: what if I divide by a temperature too? sharper weights?
 def scaled_scores(queries, keys, temperature=0.25):
     return queries @ keys.transpose(-2, -1) / (keys.shape[-1] ** 0.5 * temperature)
@@ -38,6 +38,7 @@ def scaled_scores(queries, keys, temperature=0.25):
 
 torch.manual_seed(123)
 print(SelfAttention_v1(3, 2)(inputs))
-''',
+""",
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

@@ -48,3 +48,4 @@ print(SelfAttention_v2(3, 2)(inputs))
 """,
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

@@ -5,7 +5,7 @@ EDITS = [
     (
         "replace",
         "simple_attention_matrix",
-        '''
+        """
 import time
 
 loop_times = {}
@@ -23,7 +23,7 @@ def simple_attention_matrix(inputs):
     weights = softmax(torch.einsum("...id,...jd->...ij", inputs, inputs), dim=-1)
     context = torch.einsum("...ij,...jd->...id", weights, inputs)
     return context, weights
-''',
+""",
     ),
     (
         "below",
@@ -49,3 +49,4 @@ return torch.einsum("...qk,...kd->...qd", w, v)
 """,
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

@@ -5,7 +5,7 @@ EDITS = [
     (
         "replace",
         "softmax",
-        '''
+        """
 # what does the library give? (only to compare, not used below)
 x_demo = torch.tensor([[2.0, 1.0, 0.1], [1000.0, 999.0, -1000.0]])
 ref = torch.softmax(x_demo, dim=-1)
@@ -23,12 +23,12 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
 mine = softmax(x_demo)
 print("mine:         ", mine)
 print("same as torch:", torch.allclose(mine, ref))
-''',
+""",
     ),
     (
         "replace",
         "simple_attention_matrix",
-        '''
+        """
 import torch.nn.functional as F
 
 
@@ -42,6 +42,7 @@ lib_context = lib_weights @ inputs
 my_context, my_weights = simple_attention_matrix(inputs)
 print("weights match F.softmax:", torch.allclose(my_weights, lib_weights))
 print("context matches:", torch.allclose(my_context, lib_context))
-''',
+""",
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

@@ -33,6 +33,10 @@ return scores.masked_fill(hidden, float("-inf"))
     (
         "edit",
         "ax.set_title(",
-        ('ax.set_title("Causal attention weights")', 'ax.set_title(f"Causal attention weights ({author})")'),
+        (
+            'ax.set_title("Causal attention weights")',
+            'ax.set_title(f"Causal attention weights ({author})")',
+        ),
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

@@ -43,3 +43,4 @@ print(torch.softmax(apply_causal_mask(s), dim=-1))  # same thing?
 """,
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

@@ -17,7 +17,7 @@ return torch.matmul(weights, v), weights
     (
         "replace",
         "CausalAttention",
-        '''
+        """
 import time
 
 sdpa_ms = {}
@@ -46,7 +46,7 @@ class CausalAttention(nn.Module):
         n = x.size(-2)
         q, k, v = self.W_query(x), self.W_key(x), self.W_value(x)
         return self.attention(q, k, v, mask=self.mask[:n, :n])[0]
-''',
+""",
     ),
     (
         "below",
@@ -62,3 +62,4 @@ for T in sdpa_ms:
 """,
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

@@ -5,7 +5,7 @@ EDITS = [
     (
         "replace",
         "ScaledDotProductAttention",
-        '''
+        """
 import torch.nn.functional as F
 
 torch.manual_seed(0)
@@ -33,12 +33,12 @@ class ScaledDotProductAttention(nn.Module):
 
 mine, _ = ScaledDotProductAttention()(q_demo, k_demo, v_demo, blocked_demo)
 print("same as F.scaled_dot_product_attention:", torch.allclose(mine, expected, atol=1e-6))
-''',
+""",
     ),
     (
         "replace",
         "CausalAttention",
-        '''
+        """
 x_demo = torch.randn(2, 5, 8)
 lib_out = F.scaled_dot_product_attention(x_demo, x_demo, x_demo, is_causal=True)
 print("library output:", tuple(lib_out.shape))
@@ -67,6 +67,7 @@ with torch.no_grad():
     for lin in (plain.W_query, plain.W_key, plain.W_value):
         lin.weight.copy_(torch.eye(8))
 print("same as the library:", torch.allclose(plain(x_demo), lib_out, atol=1e-6))
-''',
+""",
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

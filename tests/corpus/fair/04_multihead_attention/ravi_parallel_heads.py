@@ -5,7 +5,7 @@ EDITS = [
     (
         "replace",
         "MultiHeadAttentionWrapper",
-        '''
+        """
 from concurrent.futures import ThreadPoolExecutor
 
 HEAD_POOL = ThreadPoolExecutor(max_workers=4)  # heads are independent: run them at once
@@ -26,6 +26,7 @@ class MultiHeadAttentionWrapper(nn.Module):
 
 torch.manual_seed(123)
 print(MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(torch.rand(2, 6, 3)).shape)
-''',
+""",
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

@@ -5,7 +5,7 @@ EDITS = [
     (
         "replace",
         "MultiHeadAttention",
-        '''
+        """
 from tqdm.auto import tqdm
 
 
@@ -48,6 +48,7 @@ for n_heads in head_counts:
     counts.append(sum(p.numel() for p in layer.parameters()))
     bar.update(1)
 print(dict(zip(head_counts, counts)))
-''',
+""",
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

@@ -5,7 +5,7 @@ EDITS = [
     (
         "replace",
         "MultiHeadAttention",
-        '''
+        """
 import time
 import timeit
 
@@ -48,7 +48,7 @@ class MultiHeadAttention(nn.Module):
         a = self.dropout(torch.softmax(s, dim=-1))
         ctx = torch.einsum("bhqk,bkhd->bqhd", a, v).reshape(b, t, self.d_out)
         return self.out_proj(ctx)
-''',
+""",
     ),
     ("above", "MultiHeadAttention", "import math"),
     (
@@ -62,3 +62,4 @@ for n_heads in wrapper_ms:
 """,
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

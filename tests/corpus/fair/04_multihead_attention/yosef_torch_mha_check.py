@@ -5,7 +5,7 @@ EDITS = [
     (
         "replace",
         "MultiHeadAttentionWrapper",
-        '''
+        """
 class MultiHeadAttentionWrapper(nn.Module):
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
         super().__init__()
@@ -30,7 +30,7 @@ per_head = [
 ]
 expected = torch.cat(per_head, dim=-1)
 print("wrapper == sdpa per head:", torch.allclose(wrap(xs), expected, atol=1e-6))
-''',
+""",
     ),
     (
         "fill",
@@ -67,3 +67,4 @@ print("same as nn.MultiheadAttention:", torch.allclose(my_out, torch_out, atol=1
 """,
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

@@ -5,7 +5,7 @@ EDITS = [
     (
         "replace",
         "train_step",
-        '''
+        """
 grad_log = []
 
 
@@ -28,6 +28,7 @@ def train_step(model, optimizer, inputs, targets):
         norms.append(float(torch.stack(grads).norm()) if grads else 0.0)
     grad_log.append(norms)
     return loss.item()
-''',
+""",
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

@@ -5,7 +5,7 @@ EDITS = [
     (
         "replace",
         "diagonal_score",
-        '''
+        """
 import time
 
 speed = {}
@@ -25,7 +25,7 @@ def diagonal_score(weights: torch.Tensor, offset: int) -> torch.Tensor:
     T = weights.shape[-1]
     queries = torch.arange(offset, T)
     return weights[..., queries, queries - offset].mean(dim=-1)
-''',
+""",
     ),
     (
         "fill",
@@ -45,3 +45,4 @@ return weights[..., queries, queries - period + 1].mean(dim=-1)
 """,
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)

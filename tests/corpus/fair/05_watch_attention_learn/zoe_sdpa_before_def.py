@@ -5,7 +5,7 @@ EDITS = [
     (
         "replace",
         "MultiHeadAttention",
-        '''
+        """
 # what I should get (library), for a plain causal head:
 torch.manual_seed(0)
 qh, kh, vh = torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4)
@@ -55,12 +55,12 @@ class MultiHeadAttention(nn.Module):
 probe = MultiHeadAttention(4, 4, 5, 0.0, 2)
 mine = probe.attend(qh, kh, vh, probe.mask) @ vh
 print("same as the library:", torch.allclose(mine, expected, atol=1e-6))
-''',
+""",
     ),
     (
         "replace",
         "softmax_jacobian_norm",
-        '''
+        """
 def softmax_jacobian_norm(scores: torch.Tensor) -> torch.Tensor:
     s = torch.softmax(scores.double(), dim=-1)  # float64: the formula below cancels a lot
     # ||diag(s) - s s^T||_F^2 = sum s_i^2 - 2 sum s_i^3 + (sum s_i^2)^2
@@ -73,6 +73,7 @@ row = torch.randn(6)
 J = torch.autograd.functional.jacobian(lambda r: torch.softmax(r, dim=-1), row)
 by_autograd = torch.linalg.matrix_norm(J)
 print("closed form:", softmax_jacobian_norm(row).item(), " autograd:", by_autograd.item())
-''',
+""",
     ),
 ]
+# ruff: noqa: E501 (a student's code keeps its long lines)
