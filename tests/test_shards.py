@@ -602,3 +602,27 @@ def test_the_capacity_benchmark_merges_the_class_it_builds(capsys) -> None:
     assert capacity.main(["--submissions", "20", "--shards", "2"]) == 0
     printed = capsys.readouterr().out
     assert "20 submissions of 02_self_attention" in printed and "merge" in printed
+
+
+def test_a_namesakes_late_arrival_moves_no_one_elses_shard(tmp_path: Path) -> None:
+    """A Moodle participant is who the LMS numbered: when a namesake's folder arrives later,
+    the first Ada is renamed ``Ada Lovelace_4242`` to stay apart, and stays in her shard."""
+    from attnkit_autograder.classes.discovery import discover
+
+    notebook = fill_notebook(released_notebook(SLUG, ROOT / "assignments"), SLUG)
+    download = tmp_path / "download"
+    for folder in (
+        "Ada Lovelace_4242_assignsubmission_file_",
+        "Bo Chen_1111_assignsubmission_file_",
+    ):
+        write_notebook(notebook, download / folder / f"{SLUG}.ipynb")
+    before = {s.lms_number: (s.student, shards.shard_key(s)) for s in discover(download)}
+    write_notebook(
+        notebook, download / "Ada Lovelace_7777_assignsubmission_file_" / f"{SLUG}.ipynb"
+    )
+    after = {s.lms_number: (s.student, shards.shard_key(s)) for s in discover(download)}
+    assert before["4242"][0] == "Ada Lovelace" and after["4242"][0] == "Ada Lovelace_4242"
+    for number in ("4242", "1111"):
+        for count in range(2, 9):
+            was, now = before[number][1], after[number][1]
+            assert shards.shard_of(was, count) == shards.shard_of(now, count)

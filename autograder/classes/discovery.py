@@ -224,7 +224,9 @@ def file_candidate(
             "cannot tell which assignment this is: name the file after it "
             "(e.g. 02_self_attention.ipynb) or pass --assignment"
         )
-    submission = Submission(who.student, slug, path, reason, digest, who.rule, who.notes)
+    submission = Submission(
+        who.student, slug, path, reason, digest, who.rule, who.notes, who.lms_number
+    )
     return Candidate(submission, who.lms_number, who.attempt, folder_parts)
 
 
@@ -240,7 +242,8 @@ def walk_student(folder: Path, who: Identity, assignment: Assignment) -> Iterato
 
 
 def refused(path: Path, who: Identity, slug: str | None, reason: str | None) -> Candidate:
-    return Candidate(Submission(who.student, slug, path, reason, "", who.rule), who.lms_number)
+    who_ = Submission(who.student, slug, path, reason, "", who.rule, lms_number=who.lms_number)
+    return Candidate(who_, who.lms_number)
 
 
 def walk_folder(folder: Path, who: Identity, assignment: Assignment) -> Iterator[Candidate]:

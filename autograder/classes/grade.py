@@ -253,7 +253,7 @@ def grade(request: GradeRequest) -> GradeRun:
     shard, out = request.shard, request.out
     if shard is not None:
         print(f"grading {shard}")
-        submissions = shards.slice_of(submissions, shard, run_manifest.submission_id)
+        submissions = shards.slice_of(submissions, shard, shards.shard_key)
         out = out / shard.folder
     settings = settings_of(request)
     # The hidden suites feed real dataloader batches of the lesson text: find (or fetch

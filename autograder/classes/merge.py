@@ -163,7 +163,9 @@ def plan_merge(found: Found, manifest: ClassManifest, count: int) -> Plan:
     }
     missing_shards = sorted(set(range(1, count + 1)) - set(by_index))
     for index in missing_shards:
-        members = [describe(m) for m in manifest.members if shards.shard_of(m.id, count) == index]
+        members = [
+            describe(m) for m in manifest.members if shards.shard_of(m.sharded_by, count) == index
+        ]
         named = ", ".join(members[:10]) + (
             f" and {len(members) - 10} more" if len(members) > 10 else ""
         )
@@ -181,7 +183,7 @@ def plan_merge(found: Found, manifest: ClassManifest, count: int) -> Plan:
         for folder in by_index.values()
     }
     for member in manifest.members:
-        index = shards.shard_of(member.id, count)
+        index = shards.shard_of(member.sharded_by, count)
         current = [
             folder
             for folder in by_index.values()

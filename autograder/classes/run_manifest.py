@@ -53,11 +53,21 @@ class Member:
     result: str
     sha256: str
     handed_in: HandIn = field(default_factory=HandIn)
+    shard_key: str = ""
+    """What decides the member's shard, where it is not its id (see shards.shard_key)."""
+
+    @property
+    def sharded_by(self) -> str:
+        return self.shard_key or self.id
 
 
 def member(submission: Submission, root: Path) -> Member:
+    from .shards import shard_key
+
+    key = shard_key(submission)
     return Member(
         id=submission_id(submission),
+        shard_key="" if key == submission_id(submission) else key,
         result=result_path(Path(), submission).as_posix(),
         sha256=submission.sha256 or sha256_file(submission.path),
         handed_in=hand_in_of(submission, root),
@@ -226,7 +236,11 @@ def read_members(value: Any, path: Path) -> tuple[Member, ...]:
             or (".." in result.parts or result.suffix != ".json")
         ):
             raise refused(path, f"member result {fields[1]!r} is outside results/")
-        members.append(Member(*fields, handed_in=read_hand_in(entry.get("handed_in"), path)))
+        key = entry.get("shard_key", "")
+        if not isinstance(key, str) or len(key) > 300:
+            raise refused(path, "a member's shard_key is not a short text")
+        handed_in = read_hand_in(entry.get("handed_in"), path)
+        members.append(Member(*fields, handed_in=handed_in, shard_key=key))
     if len({m.id for m in members}) != len(members) or len({m.result for m in members}) != len(
         members
     ):

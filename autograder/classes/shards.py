@@ -1,7 +1,9 @@
 """Slices of a class for many machines: which slice this machine grades, and who is in it.
 
-A class of N shards is cut by the submission ids alone: a submission belongs to shard
-``1 + (sha256(id) mod N)``. Every machine discovers the same files, computes the same
+A class of N shards is cut by who each submission is: a submission belongs to shard
+``1 + (sha256(key) mod N)``, the key being the LMS's number for the student where its layout
+gives one (a namesake's late arrival renames a Moodle participant ``Ada_4242``, never moves
+her), else the submission's id. Every machine discovers the same files, computes the same
 slices, and needs to talk to no one. A late file changes no one else's shard, only its own.
 
 The shard is given with ``--shard I/N`` (1-based), or read from the engine that started the
@@ -17,7 +19,7 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from attnkit.errors import KitError
 
@@ -175,6 +177,16 @@ def shard_of(submission_id: str, count: int) -> int:
 
 
 T = TypeVar("T")
+
+
+def shard_key(submission: Any) -> str:
+    """What decides a submission's shard (see the module's text): the platform's number for
+    the student where there is one, else the submission's id."""
+    from .run_manifest import submission_id
+
+    if submission.lms_number:
+        return f"lms:{submission.lms_number}/{submission.assignment or 'unknown'}"
+    return submission_id(submission)
 
 
 def slice_of(items: Iterable[T], shard: Shard, key: Callable[[T], str]) -> list[T]:

@@ -148,6 +148,9 @@ class Submission:
     sha256: str = ""
     id_rule: str = "file name"
     notes: tuple[str, ...] = ()
+    lms_number: str = ""
+    """The LMS's own number for the student, where its layout gives one (Moodle's
+    participant number): who the student is, whatever name a namesake's arrival gives them."""
 
     @property
     def key(self) -> str:
