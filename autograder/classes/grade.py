@@ -179,15 +179,20 @@ def grade_into(
     with progress as bar:
         outcome = grade_all(todo, out, settings, jobs, progress=bar.update)
     absent = results.missing(submissions, out, settings.stamp)
-    # Only current results: a submission the grader failed on, or whose result is of an
-    # older file, is left out of the gradebook (and named), never written as a 0.
+    # Only current results: a submission the grader failed on, whose result is of an older
+    # file, or that an interrupt left ungraded is an INCOMPLETE row with the reason, never
+    # a 0 and never missing from the gradebook.
     left_out = {id(s) for s in absent}
     paths = results.result_paths(out, [s for s in submissions if id(s) not in left_out])
     adjust = late.gradebook_adjuster(manifest, out)
     if manifest.shard is not None:
         return outcome, absent, results.collect(paths, adjust)
+    unfinished = [
+        results.incomplete_row(s, unfinished_reason(s, outcome, out, settings.stamp))
+        for s in absent
+    ]
     try:
-        records = results.write_gradebook(out, paths, adjust)
+        records = results.write_gradebook(out, paths, adjust, unfinished)
     except OSError as exc:
         if absent:
             report_missing(absent, outcome.lost, out, settings.stamp)
@@ -196,6 +201,17 @@ def grade_into(
             "grades.json and grades.csv were left as they were (both old, never half-written).",
         ) from None
     return outcome, absent, records
+
+
+def unfinished_reason(
+    submission: Submission, outcome: RunOutcome, out: Path, stamp: str | None
+) -> str:
+    """Why ``submission`` has no current result after this run, in words."""
+    path = results.result_path(out, submission)
+    why = outcome.lost.get(path) or results.why_not_current(path, submission.sha256 or "", stamp)
+    if outcome.interrupted and (why is None or why == "no result was recorded"):
+        return "not graded: the run was interrupted first; run the same command to grade it"
+    return str(why or "no result was recorded")
 
 
 def start_class(
@@ -244,10 +260,22 @@ def checked_request(request: GradeRequest) -> GradeRequest:
 
 def grade(request: GradeRequest) -> GradeRun:
     """Grade submissions in isolated workers; write OUT/grades.json and OUT/grades.csv
-    (or, for one shard of the class, its results in OUT/shard-I-of-N)."""
+    (or, for one shard of the class, its results in OUT/shard-I-of-N). Interrupted (Ctrl-C,
+    SIGTERM) at any moment, it leaves the gradebook it found, or a whole new one."""
+    request = checked_request(request)
+    written: list[list[dict[str, Any]]] = []
+    try:
+        return grade_class(request, written)
+    except KeyboardInterrupt:
+        if request.shard is not None:
+            return interrupted(request.out / request.shard.folder, None)
+        return interrupted(request.out, written[-1] if written else None)
+
+
+def grade_class(request: GradeRequest, written: list[list[dict[str, Any]]]) -> GradeRun:
+    """:func:`grade`'s run; the gradebook's rows are appended to ``written`` once written."""
     from attnkit_data.verdict import locate_verdict
 
-    request = checked_request(request)
     start_grader_server()  # loads PyTorch meanwhile: the checks below need no grader
     everyone = submissions = find_submissions(request)
     shard, out = request.shard, request.out
@@ -263,6 +291,7 @@ def grade(request: GradeRequest) -> GradeRun:
     with results.exclusive(out):
         manifest = start_class(request, out, everyone)
         outcome, absent, records = grade_into(request, out, submissions, settings, manifest, jobs)
+        written.append(records)
         if request.options.feedback:
             from . import feedback
 
@@ -279,16 +308,32 @@ def grade(request: GradeRequest) -> GradeRun:
     if request.options.feedback:
         print(f"wrote {len(reports)} feedback reports (HTML and text) in {out / 'feedback'}")
     if outcome.interrupted:
-        print(
-            "interrupted: the results so far are saved; run the same command to resume",
-            file=sys.stderr,
-        )
-        return GradeRun(130, records, complete=False)
+        return interrupted(out, records if shard is None else None)
     unreadable = report_late(manifest, records)
     if absent:
         report_missing(absent, outcome.lost, out, settings.stamp)
         return GradeRun(1, records, complete=shard is None)
     return GradeRun(UNREADABLE_TIMES if unreadable else 0, records, complete=shard is None)
+
+
+def interrupted(out: Path, records: list[dict[str, Any]] | None) -> GradeRun:
+    """Say what an interrupted run left: the gradebook it wrote (``records``: every
+    discovered submission, those not graded yet marked INCOMPLETE), or the one it found."""
+    if records is not None:
+        unfinished = sum(r["status"] == results.INCOMPLETE for r in records)
+        left = (
+            f"{out / 'grades.json'} and grades.csv list all {len(records)} submission(s), "
+            f"{unfinished} of them INCOMPLETE (not graded yet, each with the reason)"
+        )
+    elif (out / "grades.json").exists():
+        left = f"{out / 'grades.json'} and grades.csv were left as they were, both from before"
+    else:
+        left = f"no gradebook was written in {out}"
+    print(
+        f"interrupted: {left}; the results so far are saved: run the same command to resume",
+        file=sys.stderr,
+    )
+    return GradeRun(130, records or [], complete=False)
 
 
 UNREADABLE_TIMES = 3
@@ -346,7 +391,7 @@ def report_missing(
     """Name every submission the run could not record, and why; the run then exits 1."""
     print(
         f"INCOMPLETE: {len(absent)} submission(s) have no result, so grades.json and "
-        "grades.csv leave them out:",
+        "grades.csv list them as INCOMPLETE, with no score:",
         file=sys.stderr,
     )
     for submission in absent:

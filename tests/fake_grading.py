@@ -1,0 +1,65 @@
+"""`attnkit grade` with every piece but the grading itself: run as
+``python tests/fake_grading.py SUBMISSIONS OUT [--force] [--delay SECONDS]``, it grades each
+submission with a grader that waits ``--delay`` and records every graded cell as passed,
+through the real supervisor, result files and gradebook. Tests interrupt it at any moment."""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from attnkit_autograder.classes import grade, supervisor
+from attnkit_autograder.classes.results import deliver
+from attnkit_autograder.grading.options import GradeOptions
+from attnkit_autograder.grading.pipeline import GradeSettings
+from attnkit_autograder.grading.records import error_record
+from attnkit_autograder.grading.submission import Submission
+
+
+def quick_grader(number: int, tasks: Any, results: Any, settings: GradeSettings) -> None:
+    """Speaks grader_process's protocol; every cell passes after ``DELAY`` seconds."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while (item := tasks.get()) is not None:
+        index, fields, target = item
+        submission = Submission(**fields)
+        results.send(("start", number, index, ""))
+        time.sleep(DELAY)
+        record = error_record(submission, "")
+        record["status"], record["error"] = "graded", None
+        for test in record["tests"]:
+            test["points"], test["status"] = test["max_points"], "passed"
+        record["score"] = record["max_score"]
+        outcome, detail = deliver(record, Path(target), settings.stamp)
+        results.send((outcome, number, index, detail))
+
+
+DELAY = 0.1
+
+
+def main(argv: list[str]) -> int:
+    global DELAY
+    submissions, out = Path(argv[0]), Path(argv[1])
+    if "--delay" in argv:
+        DELAY = float(argv[argv.index("--delay") + 1])
+    fork = multiprocessing.get_context("fork")
+    supervisor.grader_context = lambda: fork  # no forkserver loading PyTorch
+    grade.start_grader_server = lambda: None
+    supervisor.grade_all = functools.partial(supervisor.grade_all, grader=quick_grader)
+    request = grade.GradeRequest(
+        submissions, out, GradeOptions(no_sandbox=True), jobs=2, force="--force" in argv
+    )
+    print("grading starts", file=sys.stderr, flush=True)
+    try:
+        return grade.grade(request).code
+    except KeyboardInterrupt:
+        print("attnkit grade: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
