@@ -35,7 +35,7 @@ from attnkit.files import as_new_file
 from attnkit.outcome import PASSED
 from attnkit.terminal import one_line
 
-from ..grading.records import ResultRecord
+from ..grading.records import ResultRecord, student_view
 from ..grading.submission import Submission, sha256_file, text_id
 from ..lessons.rubric import graded_cells
 from .discovery import OUT_MARKER
@@ -325,7 +325,7 @@ def incomplete_row(submission: Submission, why: str) -> dict[str, Any]:
         "source": text_id(str(submission.path)),
         "source_sha256": submission.sha256 or "",
         "status": INCOMPLETE,
-        "error": f"INCOMPLETE: {one_line(why)}",
+        "error": f"INCOMPLETE: {one_line(student_view(why, submission))}",
         "score": None,
         "max_score": sum(c.points for c in cells),
         "tests": [],

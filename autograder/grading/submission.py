@@ -148,6 +148,9 @@ class Submission:
     sha256: str = ""
     id_rule: str = "file name"
     notes: tuple[str, ...] = ()
+    root: str = ""
+    """The folder the submission was found in (SUBMISSIONS): what a student is shown names
+    their files relative to it, never by the grading machine's absolute paths."""
 
     @property
     def key(self) -> str:
