@@ -1,5 +1,6 @@
 """`attnkit grade` with every piece but the grading itself: run as
-``python tests/fake_grading.py SUBMISSIONS OUT [--force] [--delay SECONDS]``, it grades each
+``python tests/fake_grading.py SUBMISSIONS OUT [--force] [--feedback] [--delay SECONDS]
+[--only ID]...``, it grades each
 submission with a grader that waits ``--delay`` and records every graded cell as passed,
 through the real supervisor, result files and gradebook. Tests interrupt it at any moment."""
 
@@ -34,6 +35,7 @@ def quick_grader(number: int, tasks: Any, results: Any, settings: GradeSettings)
         for test in record["tests"]:
             test["points"], test["status"] = test["max_points"], "passed"
         record["score"] = record["max_score"]
+        record["heatmap"] = None  # what a feedback report wants: no maps for this lesson
         outcome, detail = deliver(record, Path(target), settings.stamp)
         results.send((outcome, number, index, detail))
 
@@ -50,8 +52,14 @@ def main(argv: list[str]) -> int:
     supervisor.grader_context = lambda: fork  # no forkserver loading PyTorch
     grade.start_grader_server = lambda: None
     supervisor.grade_all = functools.partial(supervisor.grade_all, grader=quick_grader)
+    only = tuple(argv[i + 1] for i, arg in enumerate(argv) if arg == "--only")
     request = grade.GradeRequest(
-        submissions, out, GradeOptions(no_sandbox=True), jobs=2, force="--force" in argv
+        submissions,
+        out,
+        GradeOptions(no_sandbox=True, feedback="--feedback" in argv),
+        jobs=2,
+        force="--force" in argv,
+        only=only,
     )
     print("grading starts", file=sys.stderr, flush=True)
     try:

@@ -25,7 +25,7 @@ from ..grading.submission import (
     Submission,
     read_submission_file,
 )
-from . import discovery, late, results, run_manifest, shards
+from . import discovery, late, results, run_manifest, selection, shards
 from .grader_server import start_grader_server
 from .shards import Shard
 
@@ -51,6 +51,9 @@ class GradeRequest:
     """Grade only this slice of the class, into OUT/shard-I-of-N."""
     secret: CourseSecret | None = None
     """The course secret, when ``options.seed_per_student`` holds its digest."""
+    only: tuple[str, ...] = ()
+    """Grade again only these students' submissions (their exact ids); the others keep
+    their results, so their gradebook rows do not change."""
     instructor_files: tuple[Path, ...] = ()
     """The instructor's files the command line named (a late policy, a gradebook, the course
     secret): a sandbox user must be unable to read them, as SUBMISSIONS and OUT."""
@@ -164,12 +167,16 @@ def grade_into(
     class's late policy applied: (how the run went, what has no result, the records)."""
     from tqdm import tqdm
 
-    todo = results.pending(
-        submissions, out, request.options.feedback, request.force, settings.stamp
-    )
+    if request.only:
+        todo = selection.only_these(submissions, request.only)
+        print(f"grading only {len(todo)} submission(s) of {len(submissions)} (--only)")
+    else:
+        todo = results.pending(
+            submissions, out, request.options.feedback, request.force, settings.stamp
+        )
     settings = dataclasses.replace(settings, plots=names_matplotlib(todo))
     skipped = len(submissions) - len(todo)
-    if skipped:
+    if skipped and not request.only:
         print(f"{skipped} submission(s) already graded in {out}: skipped (--force regrades)")
     progress = tqdm(
         total=len(todo), unit="submission", desc="grading", disable=None, file=raw(sys.stderr)
@@ -193,6 +200,8 @@ def grade_into(
     ]
     try:
         records = results.write_gradebook(out, paths, adjust, unfinished)
+        if not outcome.interrupted:
+            report_pruned(selection.prune(out, submissions), out)
     except OSError as exc:
         if absent:
             report_missing(absent, outcome.lost, out, settings.stamp)
@@ -201,6 +210,17 @@ def grade_into(
             "grades.json and grades.csv were left as they were (both old, never half-written).",
         ) from None
     return outcome, absent, records
+
+
+def report_pruned(removed: list[Path], out: Path) -> None:
+    """Name the result files and reports removed because no submission owns them now."""
+    if removed:
+        names = ", ".join(str(p.relative_to(out)) for p in removed[:10])
+        more = f" and {len(removed) - 10} more" if len(removed) > 10 else ""
+        print(
+            f"removed {len(removed)} result file(s) and report(s) of submissions no longer in "
+            f"the class (a file renamed or removed): {one_line(names)}{more}"
+        )
 
 
 def unfinished_reason(
