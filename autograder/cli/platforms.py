@@ -15,6 +15,7 @@ from attnkit.errors import KitError
 from ..classes.run_manifest import option_problem
 from ..grading.per_student import CourseSecretError, from_file
 from ..platforms import lms_export
+from ..platforms.gradescope import PASSED_ON as GRADESCOPE_OPTIONS
 from . import options
 
 KIT_ROOT = Path(__file__).resolve().parents[2]
@@ -118,7 +119,7 @@ def add_gradescope(commands: Any) -> None:
         choices=["hidden", "after_due_date", "after_published", "visible"],
         help="when students see the hidden tests' results (default: after_published)",
     )
-    options.add_grade_options(gradescope, ("timeout", "budget", "memory_mb", "cell_timeout"))
+    options.add_grade_options(gradescope, GRADESCOPE_OPTIONS)
     gradescope.add_argument(
         "--seed-per-student",
         action="store_true",

@@ -257,7 +257,8 @@ def refuse_grader_faults(grading: Grading) -> None:
 
 def score(grading: Grading) -> None:
     """Points per graded cell (see :func:`scoring.score_cells`)."""
-    grading.tests = score_cells(grading.slug, grading.verdicts)
+    partial = grading.settings.options.partial_credit
+    grading.tests = score_cells(grading.slug, grading.verdicts, partial)
 
 
 def diagnose(grading: Grading) -> None:
