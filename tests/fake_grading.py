@@ -1,6 +1,7 @@
 """`attnkit grade` with every piece but the grading itself: run as
 ``python tests/fake_grading.py SUBMISSIONS OUT [--force] [--feedback] [--delay SECONDS]
-[--only ID]...``, it grades each
+[--only ID]...`` (or ``python tests/fake_grading.py regrade OUT [--only ID]...``), it
+grades each
 submission with a grader that waits ``--delay`` and records every graded cell as passed,
 through the real supervisor, result files and gradebook. Tests interrupt it at any moment."""
 
@@ -45,6 +46,9 @@ DELAY = 0.1
 
 def main(argv: list[str]) -> int:
     global DELAY
+    if argv[0] == "regrade":  # regrade OUT [--only ID]...: attnkit regrade, graded as above
+        argv = argv[1:]
+        argv.insert(0, "")
     submissions, out = Path(argv[0]), Path(argv[1])
     if "--delay" in argv:
         DELAY = float(argv[argv.index("--delay") + 1])
@@ -63,6 +67,11 @@ def main(argv: list[str]) -> int:
     )
     print("grading starts", file=sys.stderr, flush=True)
     try:
+        if not argv[0]:
+            from attnkit_autograder.classes import regrade
+
+            isolation = {"no_sandbox": True, "sandbox_user": None}
+            return regrade.regrade(out, jobs=2, isolation=isolation, only=only)
         return grade.grade(request).code
     except KeyboardInterrupt:
         print("attnkit grade: interrupted", file=sys.stderr)

@@ -87,3 +87,27 @@ def test_a_renamed_file_leaves_no_result_or_report_behind(tmp_path) -> None:
     assert not list(out.glob("results/student01-*")) and not list(out.glob("feedback/student01-*"))
     assert len(list(out.glob("feedback/student01b-*/*.html"))) == 1
     assert sorted(rows(out)) == ["student00", "student01b", "student02"]
+
+
+def test_regrade_only_grades_one_student_and_takes_the_others_from_out(tmp_path) -> None:
+    subs = make_class(tmp_path / "subs", 10)
+    out = tmp_path / "out"
+    assert fake_grade(subs, out, "--delay", "0").returncode == 0
+    before_rows, before_csv = rows(out), csv_lines(out)
+    (subs / f"student03_{SLUG}.py").write_text("def softmax(x):\n    return 'again'\n")
+    command = [sys.executable, str(ROOT / "tests" / "fake_grading.py"), "regrade", str(out)]
+    done = subprocess.run([*command, "--only", "student03"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "grading only 1 submission(s) of 10" in done.stdout
+    regraded = out / "regrade"
+    for path in out.glob("results/*/*.json"):
+        copy = regraded / path.relative_to(out)
+        same = copy.read_bytes() == path.read_bytes()
+        assert same == ("student03" not in path.parent.name), path
+    after = rows(regraded)
+    assert after["student03"]["source_sha256"] != before_rows["student03"]["source_sha256"]
+    assert {k: v for k, v in after.items() if k != "student03"} == {
+        k: v for k, v in before_rows.items() if k != "student03"
+    }
+    lines = csv_lines(regraded)
+    assert all(lines[k] == before_csv[k] for k in before_csv if k != "student03")

@@ -279,12 +279,16 @@ def secret_for(
 
 
 def keep_others(
-    out: Path, target: Path, old: ClassManifest, stamp: str, only: tuple[str, ...]
-) -> None:
-    """Give the regrade the results of every student ``only`` does not name, as OUT holds
-    them, so that only the students named are graded again; refused when OUT's results
-    were graded with other hidden tests or options (the class would mix two gradings)."""
-    if old.stamp != stamp:
+    out: Path, request: grade_command.GradeRequest, old: ClassManifest
+) -> grade_command.GradeRequest:
+    """Give the regrade (``request``, with ``only``) the results of every student it does
+    not name, as OUT holds them, so that only the students named are graded again; refused
+    with a shard, or when OUT's results were graded with other hidden tests or options (the
+    class would mix two gradings)."""
+    target, only = request.out, request.only
+    if request.shard is not None:
+        raise KitError("--only takes no shard.", "Give one or the other.")
+    if old.stamp != grade_command.settings_of(request).stamp:
         raise KitError(
             f"the hidden tests, the kit or the grading options changed since {out} was "
             "graded: a regrade of some students would mix two gradings in one gradebook.",
@@ -297,6 +301,7 @@ def keep_others(
             continue
         copy.parent.mkdir(parents=True, exist_ok=True)
         results.write_atomic(copy, source.read_text(encoding="utf-8"))
+    return request
 
 
 def check_same_class(old: ClassManifest, new: ClassManifest, submissions: str) -> None:
@@ -347,10 +352,7 @@ def regrade(
     isolation = isolation or {"no_sandbox": False, "sandbox_user": None}
     request = regrade_request(old, target, jobs, shard, isolation, course_secret)
     if only:
-        if shard is not None:
-            raise KitError("--only takes no shard.", "Give one or the other.")
-        request = replace(request, only=only)
-        keep_others(out, target, old, grade_command.settings_of(request).stamp, only)
+        request = keep_others(out, replace(request, only=only), old)
     pieces = target.is_dir() and any(shards.parse_folder(p.name) for p in target.iterdir())
     if shard is not None:
         return grade_command.grade(request).code
