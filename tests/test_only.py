@@ -43,7 +43,11 @@ def result_times(out: Path) -> dict[str, int]:
 def test_only_one_of_40_is_graded_again_and_the_other_39_rows_are_untouched(tmp_path) -> None:
     subs = make_class(tmp_path / "subs", 40)
     out = tmp_path / "out"
-    assert fake_grade(subs, out, "--delay", "0").returncode == 0
+    first = fake_grade(subs, out, "--delay", "0")
+    assert first.returncode == 0
+    # stderr is a pipe here, not a terminal: progress comes as lines a log can keep.
+    assert "grading 40 submission(s)\n" in first.stderr
+    assert "graded 40 of 40 submission(s) in 0:0" in first.stderr
     before_rows, before_csv, before_times = rows(out), csv_lines(out), result_times(out)
     (subs / f"student07_{SLUG}.py").write_text("def softmax(x):\n    return 'fixed'\n")
     (subs / f"student08_{SLUG}.py").write_text("def softmax(x):\n    return 'changed too'\n")
@@ -111,3 +115,19 @@ def test_regrade_only_grades_one_student_and_takes_the_others_from_out(tmp_path)
     }
     lines = csv_lines(regraded)
     assert all(lines[k] == before_csv[k] for k in before_csv if k != "student03")
+
+
+def test_progress_lines_come_every_thirty_seconds_and_at_the_end(capsys, monkeypatch) -> None:
+    from attnkit_autograder.classes import grade
+
+    clock = iter([0.0, 10.0, 31.0, 40.0, 75.0, 76.0])
+    monkeypatch.setattr(grade.time, "monotonic", lambda: next(clock))
+    progress = grade.ProgressLines(5)
+    for _ in range(5):
+        progress.update()
+    assert capsys.readouterr().err.splitlines() == [
+        "grading 5 submission(s)",
+        "graded 2 of 5 submission(s) in 0:31",
+        "graded 4 of 5 submission(s) in 1:15",
+        "graded 5 of 5 submission(s) in 1:16",
+    ]

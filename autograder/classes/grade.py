@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -178,13 +179,14 @@ def grade_into(
     skipped = len(submissions) - len(todo)
     if skipped and not request.only:
         print(f"{skipped} submission(s) already graded in {out}: skipped (--force regrades)")
-    progress = tqdm(
-        total=len(todo), unit="submission", desc="grading", disable=None, file=raw(sys.stderr)
-    )
     from .supervisor import grade_all
 
-    with progress as bar:
-        outcome = grade_all(todo, out, settings, jobs, progress=bar.update)
+    if raw(sys.stderr).isatty():
+        progress = tqdm(total=len(todo), unit="submission", desc="grading", file=raw(sys.stderr))
+        with progress as bar:
+            outcome = grade_all(todo, out, settings, jobs, progress=bar.update)
+    else:  # a log (Slurm, nohup, CI): a line now and then rather than a bar it cannot show
+        outcome = grade_all(todo, out, settings, jobs, progress=ProgressLines(len(todo)).update)
     absent = results.missing(submissions, out, settings.stamp)
     # Only current results: a submission the grader failed on, whose result is of an older
     # file, or that an interrupt left ungraded is an INCOMPLETE row with the reason, never
@@ -210,6 +212,33 @@ def grade_into(
             "grades.json and grades.csv were left as they were (both old, never half-written).",
         ) from None
     return outcome, absent, records
+
+
+PROGRESS_EVERY = 30.0
+"""Seconds between two progress lines when stderr is not a terminal."""
+
+
+class ProgressLines:
+    """Progress as lines, for a log: when grading starts, every :data:`PROGRESS_EVERY`
+    seconds, and when the last submission is done."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done = total, 0
+        self.started = self.said = time.monotonic()
+        if total:
+            print(f"grading {total} submission(s)", file=sys.stderr, flush=True)
+
+    def update(self, count: int = 1) -> None:
+        self.done += count
+        now = time.monotonic()
+        if now - self.said >= PROGRESS_EVERY or self.done == self.total:
+            self.said = now
+            minutes, seconds = divmod(int(now - self.started), 60)
+            print(
+                f"graded {self.done} of {self.total} submission(s) in {minutes}:{seconds:02d}",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def report_pruned(removed: list[Path], out: Path) -> None:
