@@ -31,6 +31,7 @@ from attnkit.terminal import one_line
 
 from ..classes.results import csv_text, read_gradebook, write_atomic_files
 from .lms_columns import Target, choose, wanted_columns
+from .nbgrader_gradebook import with_manual_grades
 from .roster import CANVAS_COLUMNS, Student, key, read_roster, read_table
 
 __all__ = ["CANVAS_COLUMNS", "FORMATS", "export", "read_roster"]
@@ -153,7 +154,7 @@ def export(
 ) -> Path:
     """Write OUT/export-KIND.csv (see the module's docstring); ``columns`` are --column's
     values (see :func:`~.lms_columns.wanted_columns`)."""
-    grades = read_gradebook(out)
+    grades = with_manual_grades(out, read_gradebook(out))
     table_of = read_table(roster)
     students = table_of.students
     slugs = sorted(grades["assignments"])
