@@ -27,7 +27,7 @@ from ..sandbox.errors import WorkerCrashed, WorkerTimeout
 from ..sandbox.isolation import IsolatedSubmission
 from ..sandbox.layout import SandboxSettings
 from ..sandbox.zygote import find_verdict, level_of
-from .explain import explain_failures, lead_with_cell_errors, static_notes
+from .explain import explain_failures, lead_with_cell_errors, one_cause_for_timeouts, static_notes
 from .harness import reference_implementation, run_suite
 from .kernels import reached, suspect_notes
 from .options import GradeOptions
@@ -265,6 +265,7 @@ def diagnose(grading: Grading) -> None:
     """Name the classic mistakes, then let a cell's own error lead where it is the cause."""
     explain_failures(grading.slug, grading.tests, grading.calls)
     lead_with_cell_errors(grading.tests, grading.cells, grading.cell_failures)
+    one_cause_for_timeouts(grading.slug, grading.tests)
     grading.lap("diagnosis")
 
 
