@@ -486,5 +486,7 @@ def summary_table(records: list[dict[str, Any]]) -> str:
     for (slug, grade_id), (passed, total) in sorted(rows.items()):
         lines.append(f"{slug:<{first}}{grade_id:<{width}}{passed}/{total}")
     errors = sum(r["status"] == "error" for r in records)
-    lines.append(f"{len(records)} submissions, {errors} could not be graded")
+    unfinished = sum(r["status"] == INCOMPLETE for r in records)
+    more = f", {unfinished} INCOMPLETE (no result yet)" if unfinished else ""
+    lines.append(f"{len(records)} submissions, {errors} could not be graded{more}")
     return "\n".join(lines)
