@@ -80,8 +80,8 @@ def signals_deferred() -> Iterator[None]:
     finally:
         for number, handler in previous.items():
             signal.signal(number, signal.SIG_DFL if handler is None else handler)
-        for number in dict.fromkeys(caught):
-            signal.raise_signal(number)
+        for caught_number in dict.fromkeys(caught):
+            signal.raise_signal(caught_number)
 
 
 def write_atomic_files(files: dict[Path, str]) -> None:

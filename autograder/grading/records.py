@@ -178,7 +178,7 @@ def student_view(text: str, submission: Submission) -> str:
         within = "" if shown == "." else shown + os.sep
         text = text.replace(folder + os.sep, within)
         # The folder itself, not a longer name it begins (/srv/class, not /srv/classic).
-        text = re.sub(re.escape(folder) + r"(?![\w-])", lambda _, shown=shown: shown, text)
+        text = re.sub(re.escape(folder) + r"(?![\w-])", shown.replace("\\", r"\\"), text)
     return text
 
 
