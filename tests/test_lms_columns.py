@@ -134,7 +134,7 @@ def test_gradescope_grades_export_as_roster_checks_max_points(tmp_path) -> None:
     lms_export.export(out, "gradescope-csv", roster, "blank", columns=("lab 2",))
     assert exported(out, "gradescope-csv")[:2] == [
         ["Name", "SID", "Email", "Lab 2"],
-        ["", "s1", "ada@uni.edu", "14"],
+        ["Ada Lovelace", "s1", "ada@uni.edu", "14"],
     ]
     ten = [rows[0], *([*r[:6], "10.0", *r[7:]] for r in rows[1:])]
     wrong = write_csv(tmp_path / "gs10.csv", ten)

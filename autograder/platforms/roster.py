@@ -26,6 +26,7 @@ ID_COLUMNS = ("sis login id", "login id", "username", "id", "sis user id", "stud
 EMAIL_COLUMNS = ("email", "email address", "e-mail")
 NAME_COLUMNS = ("student", "name", "full name", "student name")
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+SPLIT_NAME = ("first name", "last name", "surname")
 EXPECTED = (
     "a CSV file (separated by commas, semicolons or tabs) whose first line names its "
     "columns, one of them an id (SIS Login ID, ID, Username, SID, ID number, ...) or an email"
@@ -203,9 +204,12 @@ def student_of(
     keys = frozenset(key(cell(i)) for i in ids + emails if cell(i))
     if not keys:
         raise refuse(path, f"line {number} has no id and no email: no student can match it")
+    lower = [h.lower() for h in header]
+    # Moodle and Gradescope split the name: "First name" and "Last name" (or "Surname").
+    parts = [cell(lower.index(h)) for h in SPLIT_NAME if h in lower]
     return Student(
         keys=keys,
-        name=next((cell(i) for i in names if cell(i)), ""),
+        name=next((cell(i) for i in names if cell(i)), " ".join(p for p in parts if p)),
         email=next((cell(i) for i in emails if cell(i)), ""),
         ident=next(((header[i], cell(i)) for i in ids if cell(i)), ("", "")),
         columns={h: cell(i) for i, h in enumerate(header) if h in CANVAS_COLUMNS},
