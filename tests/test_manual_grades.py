@@ -67,6 +67,8 @@ def test_manual_points_and_comments_reach_the_export_and_the_report(tmp_path: Pa
     lms_export.export(out, "canvas", roster, "blank")
     rows = list(csv.reader((out / "export-canvas.csv").open(newline="")))
     assert rows[2][-1] == "13.5"  # 11 automatic + 2.5 by hand
+    beside = list(csv.reader((out / "export-canvas-manual.csv").open(newline="")))
+    assert beside[1][2:] == ["ada", SLUG, "2.5", "Right idea; the bias was missing."]
     page = class_report.render(out, review_similarity=False)
     assert "Graded by hand (nbgrader)" in page and "+2.5" in page
     assert "Right idea; the bias was missing." in page

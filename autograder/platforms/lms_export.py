@@ -189,6 +189,8 @@ def export(
     files = {target: csv_text(rows, csv.QUOTE_ALL)}
     if any("late" in r for r in grades["submissions"]):
         files[out / f"export-{kind}-late.csv"] = late_table(students, grades, matched, targets)
+    if any("manual" in r for r in grades["submissions"]):
+        files[out / f"export-{kind}-manual.csv"] = manual_table(students, grades, matched)
     write_atomic_files(files)
     return target
 
@@ -248,4 +250,22 @@ def late_table(
                 why["reason"],
             ]
         )
+    return csv_text(rows, csv.QUOTE_ALL)
+
+
+def manual_table(students: list[Student], grades: dict[str, Any], matched: Matched) -> str:
+    """What was graded by hand in nbgrader's formgrader, beside the export (whose scores
+    already include it): the points added and the comments, for the platform's comment
+    box."""
+    rows: list[list[Any]] = [["Roster id", "Email", "Student", "Assignment", "Points added",
+                              "Comments"]]  # fmt: skip
+    for record in grades["submissions"]:
+        manual, row = record.get("manual"), matched.rows.get(id(record))
+        if not isinstance(manual, dict) or row is None:
+            continue
+        student = students[row]
+        rows.append(
+            [student.ident[1], student.email, record["student"], record["assignment"],
+             f"{manual['points']:g}", "\n\n".join(manual["comments"])]
+        )  # fmt: skip
     return csv_text(rows, csv.QUOTE_ALL)
