@@ -25,7 +25,15 @@ from attnkit_autograder.grading.submission import Submission
 
 def quick_grader(number: int, tasks: Any, results: Any, settings: GradeSettings) -> None:
     """Speaks grader_process's protocol; every cell passes after ``DELAY`` seconds."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as grader_process: the run decides
+    signal.signal(signal.SIGTERM, supervisor.stop_on_sigterm)
+    try:
+        serve(number, tasks, results, settings)
+    except KeyboardInterrupt:
+        return  # stopped by the supervisor
+
+
+def serve(number: int, tasks: Any, results: Any, settings: GradeSettings) -> None:
     while (item := tasks.get()) is not None:
         index, fields, target = item
         submission = Submission(**fields)
