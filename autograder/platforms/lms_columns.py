@@ -94,7 +94,9 @@ def choose(
             raise KitError(
                 f"--column {one_line(wanted)!r} names no column of {roster.path}; its "
                 f"assignment columns are {listed}.",
-                "Give one of them (its header, or Canvas's assignment id), as the roster has it.",
+                "Give one of them (its header, or Canvas's assignment id), as the roster has "
+                "it; for a new one, create the assignment on the platform first and export "
+                "its gradebook again.",
             )
         return Target(slug, wanted, False)
     names = (info["title"].lower(), slug.lower())
@@ -107,7 +109,8 @@ def choose(
             f"{roster.path} has assignment columns ({listed}), and none is titled "
             f"{info['title']!r}: which one is {slug}'s?",
             f"Pass --column NAME (or --column {slug}=NAME), its header or Canvas's "
-            "assignment id, so the scores go into that column rather than a new one.",
+            "assignment id, so the scores go into that column; for a new one, create the "
+            "assignment on the platform first and export its gradebook again.",
         )
     return Target(slug, info["title"], False)
 
