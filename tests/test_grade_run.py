@@ -395,8 +395,10 @@ def test_a_grader_killed_from_outside_is_the_graders_fault_and_a_rerun_grades(tm
     assert process.returncode == 1, stderr
     assert "INCOMPLETE: 1 submission(s)" in stderr and "'student00'" in stderr
     assert "was killed by SIGKILL twice" in stderr
-    # The gradebook leaves the row out, as the console says: a grader's failure is no grade.
-    assert json.loads((out / "grades.json").read_text())["submissions"] == []
+    # The gradebook lists it INCOMPLETE, with no score: a grader's failure is no grade.
+    (row,) = json.loads((out / "grades.json").read_text())["submissions"]
+    assert (row["status"], row["score"]) == ("incomplete", None)
+    assert "was killed by SIGKILL twice" in row["error"]
     (result,) = (out / "results").glob("*/*.json")
     record = json.loads(result.read_text())
     assert record["fault"] == "grader" and "was killed by SIGKILL twice" in record["error"]

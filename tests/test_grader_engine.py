@@ -149,8 +149,10 @@ def test_interrupted_run_resumes_to_the_same_gradebook(tmp_path: Path) -> None:
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr.decode()
     assert b"Traceback" not in stderr and b"resume" in stderr
-    partial = json.loads((interrupted / "grades.json").read_text())
-    assert 2 <= len(partial["submissions"]) < 6
+    partial = json.loads((interrupted / "grades.json").read_text())["submissions"]
+    assert len(partial) == 6  # every submission: the unfinished ones INCOMPLETE, no score
+    assert 2 <= sum(r["status"] != "incomplete" for r in partial) < 6
+    assert all(r["score"] is None for r in partial if r["status"] == "incomplete")
     assert not list(interrupted.rglob("*.tmp"))
 
     rerun = subprocess.run(

@@ -44,12 +44,13 @@ def write_csv(path: Path, rows: list[list[str]]) -> Path:
     return path
 
 
+COLUMN = "Self-attention in PyTorch (55501)"
 CANVAS_ROSTER = [
-    ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Quiz 1 (101)"],
-    ["    Points Possible", "", "", "", "", "10"],
-    ["Lovelace, Ada", "11", "S11", "ada", "A", "9"],
-    ["Babbage, Ben", "12", "S12", "ben", "A", "7"],
-    ['=HYPERLINK("http://x")', "13", "S13", "dee", "B", ""],
+    ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Quiz 1 (101)", COLUMN],
+    ["    Points Possible", "", "", "", "", "10", "14"],
+    ["Lovelace, Ada", "11", "S11", "ada", "A", "9", ""],
+    ["Babbage, Ben", "12", "S12", "ben", "A", "7", ""],
+    ['=HYPERLINK("http://x")', "13", "S13", "dee", "B", "", ""],
 ]
 
 
@@ -72,7 +73,7 @@ def test_canvas_rows_follow_the_roster_and_an_ungraded_submission_is_blank(tmp_p
         done.stdout
     )
     rows = list(csv.reader((out / "export-canvas.csv").open(newline="")))
-    assert rows[0] == [*lms_export.CANVAS_COLUMNS, "Self-attention in PyTorch"]
+    assert rows[0] == [*lms_export.CANVAS_COLUMNS, COLUMN]  # found by the assignment's title
     assert rows[1] == ["Points Possible", "", "", "", "", "14"]
     assert rows[2] == ["Lovelace, Ada", "11", "S11", "ada", "A", "13"]
     assert rows[3] == ["Babbage, Ben", "12", "S12", "ben", "A", ""]  # errored: never a 0

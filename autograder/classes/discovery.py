@@ -387,7 +387,8 @@ def discover(root: Path, forced_assignment: str | None = None) -> list[Submissio
     what the files hold (an unreadable ``root`` itself is the only error)."""
     if root.is_file():
         candidate = file_candidate(root, os.lstat(root), None, (), Assignment(forced_assignment))
-        return [candidate.submission]
+        return [replace(candidate.submission, root=os.path.abspath(root.parent))]
+    given = os.path.abspath(root)
     if (root / "submitted").is_dir():
         root = root / "submitted"
     assignment = Assignment(forced_assignment, nbgrader=root.name == "submitted")
@@ -397,7 +398,7 @@ def discover(root: Path, forced_assignment: str | None = None) -> list[Submissio
     groups: dict[tuple[str, str], list[Candidate]] = {}
     for candidate in candidates:
         groups.setdefault(group_key(candidate), []).append(candidate)
-    found = [pick(group) for group in groups.values()]
+    found = [replace(pick(group), root=given) for group in groups.values()]
     return sorted(found, key=lambda s: (s.student, s.assignment or "", str(s.path)))
 
 
@@ -405,4 +406,4 @@ def one_students_folder(folder: Path, student: str, slug: str, rule: str) -> Sub
     """The submission in one student's folder (Gradescope's ``submission/``), chosen by the
     same rule as any class (:func:`pick`), the student named by the platform (``rule``)."""
     candidates = list(walk_student(folder, Identity(student, rule), Assignment(slug)))
-    return pick(candidates)
+    return replace(pick(candidates), root=os.path.abspath(folder))

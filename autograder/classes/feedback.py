@@ -150,7 +150,7 @@ def render_html(record: dict[str, Any]) -> str:
             detail += f'<div class="hint">Hint: {e(test["hint"])}</div>'
         rows.append(
             f"<tr><td>{e(test['exercise'])}</td><td>{e(test['grade_id'])}</td>"
-            f"<td>{test['points']:g} / {test['max_points']:g}</td>"
+            f"<td>{earned(test, ' / ')}</td>"
             f'<td class="{e(status)}">{e(STATUS_LABELS.get(status, status))}</td>'
             f"<td>{detail}</td></tr>"
         )
@@ -221,6 +221,16 @@ def render_heatmaps(heatmap: dict[str, Any] | None) -> list[str]:
     return parts
 
 
+def earned(test: dict[str, Any], between: str) -> str:
+    """What a graded cell earned, and of how many of its hidden tests, when some failed:
+    ``2 / 3 (2 of 3 checks passed)``."""
+    text = f"{test['points']:g}{between}{test['max_points']:g}"
+    passed, total = test.get("checks_passed", 0), test.get("checks_total", 0)
+    if total and passed < total:
+        text += f" ({passed} of {total} checks passed)"
+    return text
+
+
 def render_text(record: dict[str, Any]) -> str:
     """A plain-text summary for an LMS comment box."""
     slug = record.get("assignment")
@@ -232,8 +242,7 @@ def render_text(record: dict[str, Any]) -> str:
         lines.append(f"Could not be graded: {record['error']}")
     for test in record["tests"]:
         lines.append(
-            f"- {test['exercise']} ({test['grade_id']}): {test['status']}, "
-            f"{test['points']:g}/{test['max_points']:g}"
+            f"- {test['exercise']} ({test['grade_id']}): {test['status']}, {earned(test, '/')}"
         )
         if test["status"] != "passed" and test["message"] and record["status"] != "error":
             lines.append(f"    {test['message']}")  # an ungradable file's reason is said once

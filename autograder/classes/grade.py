@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from ..grading.submission import (
     Submission,
     read_submission_file,
 )
-from . import discovery, late, results, run_manifest, shards
+from . import discovery, late, results, run_manifest, selection, shards
 from .grader_server import start_grader_server
 from .shards import Shard
 
@@ -51,6 +52,9 @@ class GradeRequest:
     """Grade only this slice of the class, into OUT/shard-I-of-N."""
     secret: CourseSecret | None = None
     """The course secret, when ``options.seed_per_student`` holds its digest."""
+    only: tuple[str, ...] = ()
+    """Grade again only these students' submissions (their exact ids); the others keep
+    their results, so their gradebook rows do not change."""
     instructor_files: tuple[Path, ...] = ()
     """The instructor's files the command line named (a late policy, a gradebook, the course
     secret): a sandbox user must be unable to read them, as SUBMISSIONS and OUT."""
@@ -164,30 +168,42 @@ def grade_into(
     class's late policy applied: (how the run went, what has no result, the records)."""
     from tqdm import tqdm
 
-    todo = results.pending(
-        submissions, out, request.options.feedback, request.force, settings.stamp
-    )
+    if request.only:
+        todo = selection.only_these(submissions, request.only)
+        print(f"grading only {len(todo)} submission(s) of {len(submissions)} (--only)")
+    else:
+        todo = results.pending(
+            submissions, out, request.options.feedback, request.force, settings.stamp
+        )
     settings = dataclasses.replace(settings, plots=names_matplotlib(todo))
     skipped = len(submissions) - len(todo)
-    if skipped:
+    if skipped and not request.only:
         print(f"{skipped} submission(s) already graded in {out}: skipped (--force regrades)")
-    progress = tqdm(
-        total=len(todo), unit="submission", desc="grading", disable=None, file=raw(sys.stderr)
-    )
     from .supervisor import grade_all
 
-    with progress as bar:
-        outcome = grade_all(todo, out, settings, jobs, progress=bar.update)
+    if raw(sys.stderr).isatty():
+        progress = tqdm(total=len(todo), unit="submission", desc="grading", file=raw(sys.stderr))
+        with progress as bar:
+            outcome = grade_all(todo, out, settings, jobs, progress=bar.update)
+    else:  # a log (Slurm, nohup, CI): a line now and then rather than a bar it cannot show
+        outcome = grade_all(todo, out, settings, jobs, progress=ProgressLines(len(todo)).update)
     absent = results.missing(submissions, out, settings.stamp)
-    # Only current results: a submission the grader failed on, or whose result is of an
-    # older file, is left out of the gradebook (and named), never written as a 0.
+    # Only current results: a submission the grader failed on, whose result is of an older
+    # file, or that an interrupt left ungraded is an INCOMPLETE row with the reason, never
+    # a 0 and never missing from the gradebook.
     left_out = {id(s) for s in absent}
     paths = results.result_paths(out, [s for s in submissions if id(s) not in left_out])
     adjust = late.gradebook_adjuster(manifest, out)
     if manifest.shard is not None:
         return outcome, absent, results.collect(paths, adjust)
+    unfinished = [
+        results.incomplete_row(s, unfinished_reason(s, outcome, out, settings.stamp))
+        for s in absent
+    ]
     try:
-        records = results.write_gradebook(out, paths, adjust)
+        records = results.write_gradebook(out, paths, adjust, unfinished)
+        if not outcome.interrupted:
+            report_pruned(selection.prune(out, submissions), out)
     except OSError as exc:
         if absent:
             report_missing(absent, outcome.lost, out, settings.stamp)
@@ -196,6 +212,55 @@ def grade_into(
             "grades.json and grades.csv were left as they were (both old, never half-written).",
         ) from None
     return outcome, absent, records
+
+
+PROGRESS_EVERY = 30.0
+"""Seconds between two progress lines when stderr is not a terminal."""
+
+
+class ProgressLines:
+    """Progress as lines, for a log: when grading starts, every :data:`PROGRESS_EVERY`
+    seconds, and when the last submission is done."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done = total, 0
+        self.started = self.said = time.monotonic()
+        if total:
+            print(f"grading {total} submission(s)", file=sys.stderr, flush=True)
+
+    def update(self, count: int = 1) -> None:
+        self.done += count
+        now = time.monotonic()
+        if now - self.said >= PROGRESS_EVERY or self.done == self.total:
+            self.said = now
+            minutes, seconds = divmod(int(now - self.started), 60)
+            print(
+                f"graded {self.done} of {self.total} submission(s) in {minutes}:{seconds:02d}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def report_pruned(removed: list[Path], out: Path) -> None:
+    """Name the result files and reports removed because no submission owns them now."""
+    if removed:
+        names = ", ".join(str(p.relative_to(out)) for p in removed[:10])
+        more = f" and {len(removed) - 10} more" if len(removed) > 10 else ""
+        print(
+            f"removed {len(removed)} result file(s) and report(s) of submissions no longer in "
+            f"the class (a file renamed or removed): {one_line(names)}{more}"
+        )
+
+
+def unfinished_reason(
+    submission: Submission, outcome: RunOutcome, out: Path, stamp: str | None
+) -> str:
+    """Why ``submission`` has no current result after this run, in words."""
+    path = results.result_path(out, submission)
+    why = outcome.lost.get(path) or results.why_not_current(path, submission.sha256 or "", stamp)
+    if outcome.interrupted and (why is None or why == "no result was recorded"):
+        return "not graded: the run was interrupted first; run the same command to grade it"
+    return str(why or "no result was recorded")
 
 
 def start_class(
@@ -244,10 +309,22 @@ def checked_request(request: GradeRequest) -> GradeRequest:
 
 def grade(request: GradeRequest) -> GradeRun:
     """Grade submissions in isolated workers; write OUT/grades.json and OUT/grades.csv
-    (or, for one shard of the class, its results in OUT/shard-I-of-N)."""
+    (or, for one shard of the class, its results in OUT/shard-I-of-N). Interrupted (Ctrl-C,
+    SIGTERM) at any moment, it leaves the gradebook it found, or a whole new one."""
+    request = checked_request(request)
+    written: list[list[dict[str, Any]]] = []
+    try:
+        return grade_class(request, written)
+    except KeyboardInterrupt:
+        if request.shard is not None:
+            return interrupted(request.out / request.shard.folder, None)
+        return interrupted(request.out, written[-1] if written else None)
+
+
+def grade_class(request: GradeRequest, written: list[list[dict[str, Any]]]) -> GradeRun:
+    """:func:`grade`'s run; the gradebook's rows are appended to ``written`` once written."""
     from attnkit_data.verdict import locate_verdict
 
-    request = checked_request(request)
     start_grader_server()  # loads PyTorch meanwhile: the checks below need no grader
     everyone = submissions = find_submissions(request)
     shard, out = request.shard, request.out
@@ -263,6 +340,7 @@ def grade(request: GradeRequest) -> GradeRun:
     with results.exclusive(out):
         manifest = start_class(request, out, everyone)
         outcome, absent, records = grade_into(request, out, submissions, settings, manifest, jobs)
+        written.append(records)
         if request.options.feedback:
             from . import feedback
 
@@ -279,16 +357,32 @@ def grade(request: GradeRequest) -> GradeRun:
     if request.options.feedback:
         print(f"wrote {len(reports)} feedback reports (HTML and text) in {out / 'feedback'}")
     if outcome.interrupted:
-        print(
-            "interrupted: the results so far are saved; run the same command to resume",
-            file=sys.stderr,
-        )
-        return GradeRun(130, records, complete=False)
+        return interrupted(out, records if shard is None else None)
     unreadable = report_late(manifest, records)
     if absent:
         report_missing(absent, outcome.lost, out, settings.stamp)
         return GradeRun(1, records, complete=shard is None)
     return GradeRun(UNREADABLE_TIMES if unreadable else 0, records, complete=shard is None)
+
+
+def interrupted(out: Path, records: list[dict[str, Any]] | None) -> GradeRun:
+    """Say what an interrupted run left: the gradebook it wrote (``records``: every
+    discovered submission, those not graded yet marked INCOMPLETE), or the one it found."""
+    if records is not None:
+        unfinished = sum(r["status"] == results.INCOMPLETE for r in records)
+        left = (
+            f"{out / 'grades.json'} and grades.csv list all {len(records)} submission(s), "
+            f"{unfinished} of them INCOMPLETE (not graded yet, each with the reason)"
+        )
+    elif (out / "grades.json").exists():
+        left = f"{out / 'grades.json'} and grades.csv were left as they were, both from before"
+    else:
+        left = f"no gradebook was written in {out}"
+    print(
+        f"interrupted: {left}; the results so far are saved: run the same command to resume",
+        file=sys.stderr,
+    )
+    return GradeRun(130, records or [], complete=False)
 
 
 UNREADABLE_TIMES = 3
@@ -346,7 +440,7 @@ def report_missing(
     """Name every submission the run could not record, and why; the run then exits 1."""
     print(
         f"INCOMPLETE: {len(absent)} submission(s) have no result, so grades.json and "
-        "grades.csv leave them out:",
+        "grades.csv list them as INCOMPLETE, with no score:",
         file=sys.stderr,
     )
     for submission in absent:

@@ -278,6 +278,32 @@ def secret_for(
     return secret
 
 
+def keep_others(
+    out: Path, request: grade_command.GradeRequest, old: ClassManifest
+) -> grade_command.GradeRequest:
+    """Give the regrade (``request``, with ``only``) the results of every student it does
+    not name, as OUT holds them, so that only the students named are graded again; refused
+    with a shard, or when OUT's results were graded with other hidden tests or options (the
+    class would mix two gradings)."""
+    target, only = request.out, request.only
+    if request.shard is not None:
+        raise KitError("--only takes no shard.", "Give one or the other.")
+    if old.stamp != grade_command.settings_of(request).stamp:
+        raise KitError(
+            f"the hidden tests, the kit or the grading options changed since {out} was "
+            "graded: a regrade of some students would mix two gradings in one gradebook.",
+            f"Regrade the whole class: `attnkit regrade {out}` without --only.",
+        )
+    for member in old.members:
+        source, copy = out / member.result, target / member.result
+        record = results.read_record(source)
+        if record is None or record.get("student") in only or copy.exists():
+            continue
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        results.write_atomic(copy, source.read_text(encoding="utf-8"))
+    return request
+
+
 def check_same_class(old: ClassManifest, new: ClassManifest, submissions: str) -> None:
     """Refuse to report on a class that is not the one graded before: the files moved."""
     before = {m.id: m.sha256 for m in old.members}
@@ -300,9 +326,11 @@ def regrade(
     shard: Shard | None = None,
     isolation: dict[str, Any] | None = None,
     course_secret: Path | None = None,
+    only: tuple[str, ...] = (),
 ) -> int:
     """Grade OUT's class again into OUT/regrade (or one shard of it) and write the change
-    report; the exit status. ``isolation`` holds ``no_sandbox`` and ``sandbox_user``."""
+    report; the exit status. ``isolation`` holds ``no_sandbox`` and ``sandbox_user``;
+    ``only`` names the students graded again (the others' results are OUT's own)."""
     old = run_manifest.read(out)
     if old.shard is not None:
         raise KitError(
@@ -323,6 +351,8 @@ def regrade(
         report.unlink(missing_ok=True)
     isolation = isolation or {"no_sandbox": False, "sandbox_user": None}
     request = regrade_request(old, target, jobs, shard, isolation, course_secret)
+    if only:
+        request = keep_others(out, replace(request, only=only), old)
     pieces = target.is_dir() and any(shards.parse_folder(p.name) for p in target.iterdir())
     if shard is not None:
         return grade_command.grade(request).code

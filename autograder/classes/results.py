@@ -21,7 +21,9 @@ import math
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -33,8 +35,8 @@ from attnkit.files import as_new_file
 from attnkit.outcome import PASSED
 from attnkit.terminal import one_line
 
-from ..grading.records import ResultRecord
-from ..grading.submission import Submission, sha256_file
+from ..grading.records import ResultRecord, student_view
+from ..grading.submission import Submission, sha256_file, text_id
 from ..lessons.rubric import graded_cells
 from .discovery import OUT_MARKER
 
@@ -59,18 +61,43 @@ def stage(path: Path, text: str) -> str:
     return tmp
 
 
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block has run: a Ctrl-C between two renames would
+    leave one new file beside an old one. A signal that came meanwhile is raised again at
+    the end (only the main thread receives signals; elsewhere the block just runs)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def remember(signum: int, frame: Any) -> None:
+        caught.append(signum)
+
+    previous = {s: signal.signal(s, remember) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+        for caught_number in dict.fromkeys(caught):
+            signal.raise_signal(caught_number)
+
+
 def write_atomic_files(files: dict[Path, str]) -> None:
     """Write several files so that readers see all the old ones or all the new ones.
 
     Every file is staged in full first; only then are they renamed into place, which needs
-    no disk space. A failure while staging (a full disk) leaves every old file untouched.
+    no disk space, with Ctrl-C held back (:func:`signals_deferred`). A failure or an
+    interrupt while staging (a full disk) leaves every old file untouched.
     """
     staged: list[tuple[str, Path]] = []
     try:
         for path, text in files.items():
             staged.append((stage(path, text), path))
-        for tmp, path in staged:
-            os.replace(tmp, path)
+        with signals_deferred():
+            for tmp, path in staged:
+                os.replace(tmp, path)
     except BaseException:
         for tmp, _ in staged:
             with contextlib.suppress(FileNotFoundError):
@@ -188,9 +215,11 @@ def record_problem(record: dict[str, Any]) -> str | None:
         return "no student or source"
     if not (record.get("assignment") is None or isinstance(record.get("assignment"), str)):
         return "assignment is not text"
-    if record.get("status") not in ("graded", "error"):
-        return "status is neither graded nor error"
-    if not (number(record.get("score")) and number(record.get("max_score"))):
+    status = record.get("status")
+    if status not in ("graded", "error", INCOMPLETE):
+        return "status is neither graded, error nor incomplete"
+    unscored = status == INCOMPLETE and record.get("score") is None
+    if not ((unscored or number(record.get("score"))) and number(record.get("max_score"))):
         return "score is not a number"
     if not (record.get("error") is None or isinstance(record.get("error"), str)):
         return "error is not text"
@@ -271,8 +300,38 @@ def collect(paths: list[Path], adjust: Adjust | None = None) -> list[dict[str, A
         for path in paths
         if (r := read_result(path)) is not None
     ]
-    records.sort(key=lambda r: (r["student"], r["assignment"] or "", r["source"]))
+    records.sort(key=row_order)
     return records
+
+
+def row_order(record: dict[str, Any]) -> tuple[str, str, str]:
+    """The gradebook's order: by student, assignment, then file."""
+    return (record["student"], record["assignment"] or "", record["source"])
+
+
+INCOMPLETE = "incomplete"
+"""The status of a gradebook row whose submission has no current result (yet)."""
+
+
+def incomplete_row(submission: Submission, why: str) -> dict[str, Any]:
+    """The gradebook's row of a discovered submission that has no current result (the run
+    was interrupted, the grader failed on it): listed with the reason and no score, which
+    an export leaves blank, never a 0."""
+    slug = submission.assignment
+    cells = graded_cells(slug) if slug in ASSIGNMENTS else ()
+    return {
+        "student": submission.student,
+        "assignment": slug,
+        "source": text_id(str(submission.path)),
+        "source_sha256": submission.sha256 or "",
+        "status": INCOMPLETE,
+        "error": f"INCOMPLETE: {one_line(student_view(why, submission))}",
+        "score": None,
+        "max_score": sum(c.points for c in cells),
+        "tests": [],
+        "notes": [],
+        "id_rule": submission.id_rule,
+    }
 
 
 def result_paths(out: Path, submissions: list[Submission] | None = None) -> list[Path]:
@@ -329,13 +388,17 @@ LATE_COLUMNS = ["raw_score", "late", "late_reason"]
 
 
 def write_gradebook(
-    out: Path, paths: list[Path], adjust: Adjust | None = None
+    out: Path,
+    paths: list[Path],
+    adjust: Adjust | None = None,
+    unfinished: Iterable[dict[str, Any]] = (),
 ) -> list[dict[str, Any]]:
     """Write ``grades.json`` and ``grades.csv`` together (see :func:`write_atomic_files`)
     from the result files ``paths`` (see :func:`result_paths`), each as ``adjust`` leaves
-    it (a late policy adds the raw score and why). The files hold nothing of where or when
-    the results were made: the same results give the same bytes."""
-    records = collect(paths, adjust)
+    it (a late policy adds the raw score and why), and the rows of submissions with no
+    result (:func:`incomplete_row`). The files hold nothing of where or when the results
+    were made: the same results give the same bytes."""
+    records = sorted([*collect(paths, adjust), *unfinished], key=row_order)
     assignments = sorted({r["assignment"] for r in records if r["assignment"] in ASSIGNMENTS})
     document = {
         "schema": SCHEMA,
@@ -353,7 +416,8 @@ def write_gradebook(
     head = ["student", "assignment", "status", "score", "max_score", "error"]
     rows = [head + LATE_COLUMNS if late else head]
     for r in records:
-        row = [r["student"], r["assignment"] or "", r["status"], r["score"], r["max_score"]]
+        score = "" if r["score"] is None else r["score"]
+        row = [r["student"], r["assignment"] or "", r["status"], score, r["max_score"]]
         row.append(r["error"] or "")
         if late:
             why = r.get("late") or {}
@@ -440,5 +504,7 @@ def summary_table(records: list[dict[str, Any]]) -> str:
     for (slug, grade_id), (passed, total) in sorted(rows.items()):
         lines.append(f"{slug:<{first}}{grade_id:<{width}}{passed}/{total}")
     errors = sum(r["status"] == "error" for r in records)
-    lines.append(f"{len(records)} submissions, {errors} could not be graded")
+    unfinished = sum(r["status"] == INCOMPLETE for r in records)
+    more = f", {unfinished} INCOMPLETE (no result yet)" if unfinished else ""
+    lines.append(f"{len(records)} submissions, {errors} could not be graded{more}")
     return "\n".join(lines)

@@ -272,9 +272,9 @@ def read_shard(value: Any, path: Path) -> Shard | None:
 
 def read_options(value: Any, path: Path) -> GradeOptions:
     names = {spec.name for spec in options.fields()}
-    if not isinstance(value, dict) or not names - options.OPTIONAL <= set(value) <= names:
+    if not isinstance(value, dict) or not names - set(options.OPTIONAL) <= set(value) <= names:
         raise refused(path, f"options are not exactly {', '.join(sorted(names))}")
-    value = {name: None for name in options.OPTIONAL} | value
+    value = options.OPTIONAL | value
     problem = option_problem(value)
     if problem is not None:
         raise refused(path, problem)

@@ -45,6 +45,7 @@ def add_grade(commands: Any) -> None:
     options.add_grade_options(grade)
     options.add_secret_option(grade)
     options.add_shard_options(grade)
+    options.add_only_option(grade)
     grade.set_defaults(handler=run_grade)
 
 
@@ -64,6 +65,7 @@ def run_grade(args: argparse.Namespace) -> int:
         shard=shard,
         secret=secret,
         instructor_files=options.instructor_files(args),
+        only=tuple(args.only),
     )
     run = grade(request)
     if run.complete:
@@ -125,6 +127,7 @@ def add_regrade(commands: Any) -> None:
     )
     regrade.add_argument("--jobs", type=int, default=None, help="grader processes")
     options.add_shard_options(regrade)
+    options.add_only_option(regrade)
     options.add_grade_options(regrade, ("no_sandbox", "sandbox_user"))
     options.add_secret_option(regrade)
     regrade.set_defaults(handler=run_regrade)
@@ -135,9 +138,10 @@ def run_regrade(args: argparse.Namespace) -> int:
     from ..platforms import nbgrader_gradebook
 
     if args.accept:
-        if args.shard is not None or args.shards is not None:
+        if args.shard is not None or args.shards is not None or args.only:
             raise KitError(
-                "--accept takes no shard.", f"Run `attnkit regrade {args.out} --accept`."
+                "--accept takes no shard and no --only.",
+                f"Run `attnkit regrade {args.out} --accept`.",
             )
         manifest, records = regrade.accept(args.out)
         gradebook = manifest.options.gradebook
@@ -149,6 +153,7 @@ def run_regrade(args: argparse.Namespace) -> int:
         shard=options.shard_of(args),
         isolation={"no_sandbox": args.no_sandbox, "sandbox_user": args.sandbox_user},
         course_secret=args.course_secret,
+        only=tuple(args.only),
     )
 
 

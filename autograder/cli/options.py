@@ -80,6 +80,18 @@ def add_shard_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_only_option(parser: argparse.ArgumentParser) -> None:
+    """--only, for the commands that grade a class (grade, regrade)."""
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="STUDENT",
+        help="grade again only this student's submissions (their id exactly as grades.json "
+        "has it), replacing their rows; every other row stays as it is. Repeat for more",
+    )
+
+
 def shard_of(args: argparse.Namespace) -> Shard | None:
     """The slice this run grades: --shard I/N, else the job engine's variables, else none."""
     return choose(args.shard, args.shards, os.environ)

@@ -15,6 +15,7 @@ from attnkit.errors import KitError
 from ..classes.run_manifest import option_problem
 from ..grading.per_student import CourseSecretError, from_file
 from ..platforms import lms_export
+from ..platforms.gradescope import PASSED_ON as GRADESCOPE_OPTIONS
 from . import options
 
 KIT_ROOT = Path(__file__).resolve().parents[2]
@@ -118,7 +119,7 @@ def add_gradescope(commands: Any) -> None:
         choices=["hidden", "after_due_date", "after_published", "visible"],
         help="when students see the hidden tests' results (default: after_published)",
     )
-    options.add_grade_options(gradescope, ("timeout", "budget", "memory_mb", "cell_timeout"))
+    options.add_grade_options(gradescope, GRADESCOPE_OPTIONS)
     gradescope.add_argument(
         "--seed-per-student",
         action="store_true",
@@ -212,6 +213,16 @@ def add_export(commands: Any) -> None:
         help="a student id of the gradebook to leave out of the export on purpose (one not on "
         "the roster: a visitor, a withdrawn student); repeat for more. It is listed",
     )
+    export.add_argument(
+        "--column",
+        action="append",
+        default=[],
+        metavar="[ASSIGNMENT=]NAME",
+        help="the platform's own column (Canvas assignment, Moodle grade item, Gradescope "
+        "assignment) to write into, by its header in the roster or Canvas's assignment id; "
+        "ASSIGNMENT= when the gradebook holds several. Without it, a roster that is the "
+        "platform's gradebook export is searched for the assignment's title",
+    )
     export.set_defaults(handler=run_export)
 
 
@@ -238,7 +249,12 @@ def run_export(args: argparse.Namespace) -> int:
     from ..platforms import lms_export
 
     target = lms_export.export(
-        args.out, args.format, args.roster, args.missing, tuple(args.leave_out)
+        args.out,
+        args.format,
+        args.roster,
+        args.missing,
+        tuple(args.leave_out),
+        tuple(args.column),
     )
     print(f"wrote {target}: import it into {args.format.split('-')[0].title()}")
     return 0

@@ -10,7 +10,7 @@ from attnkit.assignments import ASSIGNMENTS
 from attnkit.diagnosis import failing_helpers, fix_helpers_first, quiet
 from attnkit.notebook_code import Cell, first_line
 from attnkit.notebook_run import CellOutcome
-from attnkit.outcome import ERROR, FAILED, FORBIDDEN, PASSED
+from attnkit.outcome import ERROR, FAILED, FORBIDDEN, PASSED, TIMEOUT
 
 from .catalogue import diagnose
 from .records import CellEntry
@@ -148,3 +148,23 @@ def lead_with_cell_errors(
             )
             test["hint"], test["diagnosis"] = None, None
             break
+
+
+def one_cause_for_timeouts(slug: str, tests: list[CellEntry]) -> None:
+    """A call that ran out of time inside another exercise's call is the looping exercise's
+    to report: when exercises that use ``softmax`` ran out of time and ``softmax``'s own
+    cell did too, they say "not run: your `softmax` did not return", and only ``softmax``'s
+    cell says to look for a loop that never ends."""
+    if slug not in ASSIGNMENTS:
+        return
+    assignment = ASSIGNMENTS[slug]
+    timed_out = {t["exercise"] for t in tests if t["status"] == TIMEOUT}
+    for test in tests:
+        if test["status"] != TIMEOUT:
+            continue
+        used = [n for n in timed_out if test["exercise"] in assignment.dependents(n)]
+        # The deepest of them: the one that uses none of the others.
+        first = [n for n in used if not any(n in assignment.dependents(m) for m in used)]
+        if first:
+            test["message"] = f"not run: your `{sorted(first)[0]}` did not return"
+            test["hint"], test["diagnosis"] = None, None

@@ -119,6 +119,15 @@ class GradeOptions:
             path=True,
         ),
     )
+    partial_credit: bool = field(
+        default=False,
+        metadata=about(
+            "give each graded cell points in proportion to its hidden tests that pass (2 of 3 "
+            "of a 3-point cell: 2 points) instead of all or nothing; a forbidden call still "
+            "earns the cell nothing",
+            stamp=True,
+        ),
+    )
     seed_per_student: str | None = field(
         default=None,
         metadata=about(
@@ -149,12 +158,12 @@ class GradeOptions:
 
     def stamp_fields(self) -> dict[str, Any]:
         """What a result depends on (besides the grading packages): the options marked
-        ``stamp``, the numbers as floats; per-student inputs only when on (off, the stamp is
-        what it was before the option existed)."""
+        ``stamp``, the numbers as floats; per-student inputs and partial credit only when on
+        (off, the stamp is what it was before the option existed)."""
         decided: dict[str, Any] = {}
         for spec in dataclasses.fields(self):
             value = getattr(self, spec.name)
-            if not spec.metadata["stamp"] or (spec.name == "seed_per_student" and not value):
+            if not spec.metadata["stamp"] or (spec.name in OPTIONAL and not value):
                 continue
             decided[spec.name] = float(value) if spec.type == "float" else value
         return decided
@@ -175,8 +184,8 @@ def fields() -> tuple[dataclasses.Field, ...]:
     return dataclasses.fields(GradeOptions)
 
 
-OPTIONAL = frozenset({"seed_per_student", "late_policy"})
-"""Options a class.json may leave out (they are then off)."""
+OPTIONAL: dict[str, Any] = {"seed_per_student": None, "late_policy": None, "partial_credit": False}
+"""Options a class.json may leave out, with their value then (off)."""
 
 TYPES: dict[str, tuple[type, ...]] = {
     "float": (float, int),
@@ -207,4 +216,4 @@ def problem(values: dict[str, Any]) -> str | None:
 
 def from_dict(values: dict[str, Any]) -> GradeOptions:
     """The record of checked ``values`` (see :func:`problem`; a missing optional one is off)."""
-    return GradeOptions(**({name: None for name in OPTIONAL} | values))
+    return GradeOptions(**(OPTIONAL | values))

@@ -29,7 +29,7 @@ from ..sandbox.errors import WorkerCrashed, WorkerTimeout
 from ..sandbox.isolation import IsolatedSubmission
 from ..sandbox.layout import SandboxSettings
 from ..sandbox.zygote import find_verdict, level_of
-from .explain import explain_failures, lead_with_cell_errors, static_notes
+from .explain import explain_failures, lead_with_cell_errors, one_cause_for_timeouts, static_notes
 from .harness import reference_implementation, run_suite
 from .kernels import reached, suspect_notes
 from .options import GradeOptions
@@ -271,13 +271,15 @@ def refuse_grader_faults(grading: Grading) -> None:
 
 def score(grading: Grading) -> None:
     """Points per graded cell (see :func:`scoring.score_cells`)."""
-    grading.tests = score_cells(grading.slug, grading.verdicts)
+    partial = grading.settings.options.partial_credit
+    grading.tests = score_cells(grading.slug, grading.verdicts, partial)
 
 
 def diagnose(grading: Grading) -> None:
     """Name the classic mistakes, then let a cell's own error lead where it is the cause."""
     explain_failures(grading.slug, grading.tests, grading.calls)
     lead_with_cell_errors(grading.tests, grading.cells, grading.cell_failures)
+    one_cause_for_timeouts(grading.slug, grading.tests)
     grading.lap("diagnosis")
 
 

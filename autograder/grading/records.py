@@ -3,6 +3,10 @@ not be graded, and the notes a record may carry."""
 
 from __future__ import annotations
 
+import os
+import re
+import sys
+from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
 from attnkit.assignments import ASSIGNMENTS
@@ -148,9 +152,47 @@ def capped_notes(notes: list[str]) -> list[str]:
     return kept
 
 
+def machine_folders(submission: Submission) -> list[tuple[str, str]]:
+    """The grading machine's folders a message may name, longest first, each with what a
+    student is shown instead: the submissions folder (the student's files are named relative
+    to it), the Python installation and the kit's own source."""
+    kit = str(Path(__file__).resolve().parents[2])
+    folders = {
+        sys.prefix: "<python>",
+        sys.base_prefix: "<python>",
+        sys.exec_prefix: "<python>",
+        kit: "<kit>",
+    }
+    if submission.root:
+        folders[submission.root] = "."
+    ordered = sorted(folders.items(), key=lambda pair: -len(pair[0]))
+    return [(folder, shown) for folder, shown in ordered if len(folder) > 1]
+
+
+def student_view(text: str, submission: Submission) -> str:
+    """``text`` with every folder of :func:`machine_folders` replaced: ``hal_02.ipynb``
+    for ``/home/me/class/hal_02.ipynb`` when ``/home/me/class`` is SUBMISSIONS."""
+    for folder, shown in machine_folders(submission):
+        if folder not in text:
+            continue
+        within = "" if shown == "." else shown + os.sep
+        text = text.replace(folder + os.sep, within)
+        # The folder itself, not a longer name it begins (/srv/class, not /srv/classic).
+        text = re.sub(re.escape(folder) + r"(?![\w-])", shown.replace("\\", r"\\"), text)
+    return text
+
+
 def identified(record: ResultRecord, submission: Submission) -> ResultRecord:
     """The record, with how the student was identified and what discovery noticed; its
-    notes capped (see :func:`capped_notes`)."""
+    notes capped (see :func:`capped_notes`); every message naming the student's files
+    relative to SUBMISSIONS and no other folder of the grading machine (:func:`student_view`)."""
     record["id_rule"] = submission.id_rule
-    record["notes"] = capped_notes([*submission.notes, *record["notes"]])
+    notes = [student_view(n, submission) for n in [*submission.notes, *record["notes"]]]
+    record["notes"] = capped_notes(notes)
+    if record["error"] is not None:
+        record["error"] = student_view(record["error"], submission)
+    for test in record["tests"]:
+        test["message"] = student_view(test["message"], submission)
+        if test["hint"] is not None:
+            test["hint"] = student_view(test["hint"], submission)
     return record

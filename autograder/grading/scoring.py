@@ -11,8 +11,20 @@ STATUS_ORDER = {PASSED: 0, FAILED: 1, ERROR: 2, TIMEOUT: 3, FORBIDDEN: 4}
 """Which status a cell shows when several of its tests fail: the most serious."""
 
 
-def score_cells(slug: str, verdicts: list[Outcome]) -> list[CellEntry]:
-    """One entry per graded cell: full points only when every hidden test of it passed.
+def cell_points(points: float, passed: int, total: int, status: str, partial: bool) -> float:
+    """A cell's points: all of them when every hidden test of it passed, else none, or with
+    ``partial`` credit the share of its tests that passed (rounded to 1/100 of a point); a
+    forbidden call earns the cell nothing either way."""
+    if status == PASSED:
+        return points
+    if not partial or status == FORBIDDEN or total == 0:
+        return 0.0
+    return round(points * passed / total, 2)
+
+
+def score_cells(slug: str, verdicts: list[Outcome], partial: bool = False) -> list[CellEntry]:
+    """One entry per graded cell: full points only when every hidden test of it passed (or,
+    with ``partial`` credit, in proportion to those that passed: :func:`cell_points`).
 
     A forbidden call counts only as the runtime recorder saw it: a ``forbidden`` verdict.
     """
@@ -27,7 +39,7 @@ def score_cells(slug: str, verdicts: list[Outcome]) -> list[CellEntry]:
         tests.append(
             cell_entry(
                 cell,
-                cell.points if status == PASSED else 0.0,
+                cell_points(cell.points, passed, len(mine), status, partial),
                 status,
                 "" if first is None else first.message,
                 None if first is None else first.hint,

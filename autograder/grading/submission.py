@@ -151,6 +151,9 @@ class Submission:
     lms_number: str = ""
     """The LMS's own number for the student, where its layout gives one (Moodle's
     participant number): who the student is, whatever name a namesake's arrival gives them."""
+    root: str = ""
+    """The folder the submission was found in (SUBMISSIONS): what a student is shown names
+    their files relative to it, never by the grading machine's absolute paths."""
 
     @property
     def key(self) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..classes import results, run_manifest
 from ..classes.run_manifest import ClassManifest
+from .nbgrader_gradebook import with_manual_grades
 
 
 def e(value: Any) -> str:
@@ -162,7 +163,7 @@ def render(out: Path, review_similarity: bool = True) -> str:
     """The whole page, one section after the other."""
     from . import similarity_page
 
-    grades = results.read_gradebook(out)
+    grades = with_manual_grades(out, results.read_gradebook(out))
     manifest = run_manifest.read_if_any(out)
     records = [r for r in grades.get("submissions", []) if isinstance(r, dict)]
     head = "<!doctype html><meta charset=utf-8><title>Class report</title>"
@@ -173,12 +174,30 @@ def render(out: Path, review_similarity: bool = True) -> str:
         *pass_rate_section(records),
         *mistakes_section(records),
         *ungraded_section(records, missing_results(out, manifest)),
+        *manual_section(records),
     ]
     if review_similarity:
         parts += similarity_page.section(manifest)
     facts = run_facts(out, manifest) or [f"{out} holds no result files or class.json to tell"]
     parts += ["<h2>Run</h2><ul>", *(f"<li>{e(fact)}</li>" for fact in facts), "</ul>"]
     return "\n".join(parts) + "\n"
+
+
+def manual_section(records: list[dict[str, Any]]) -> list[str]:
+    """The points and comments given by hand in nbgrader's formgrader (already in the
+    scores above), or nothing when there are none."""
+    manual = [r for r in records if isinstance(r.get("manual"), dict)]
+    if not manual:
+        return []
+    parts = ["<h2>Graded by hand (nbgrader)</h2><table><tr><th>student</th><th>assignment</th>"
+             "<th>points added</th><th>comments</th></tr>"]  # fmt: skip
+    for r in manual:
+        comments = "<br>".join(e(str(c)[:400]) for c in r["manual"]["comments"])
+        parts.append(
+            f"<tr><td>{e(r['student'])}</td><td>{e(r.get('assignment') or '')}</td>"
+            f"<td class=n>{r['manual']['points']:+g}</td><td>{comments}</td></tr>"
+        )
+    return [*parts, "</table>"]
 
 
 def score_sections(grades: dict[str, Any], records: list[dict[str, Any]]) -> list[str]:

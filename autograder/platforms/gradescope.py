@@ -45,7 +45,7 @@ from ..grading.options import GradeOptions
 KIT_PARTS = ("attnkit", "solutions", "autograder", "data", "pyproject.toml", "README.md")
 SKIPPED_NAMES = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
-PASSED_ON = ("timeout", "budget", "memory_mb", "cell_timeout")
+PASSED_ON = ("timeout", "budget", "memory_mb", "cell_timeout", "partial_credit")
 """The grading options ``attnkit gradescope`` takes and ``run_autograder`` grades with (its
 isolation is the container's, its late policy and per-student inputs ride in the zip)."""
 

@@ -22,7 +22,6 @@ Formats (one column per assignment in grades.json, titled with the assignment's 
 from __future__ import annotations
 
 import csv
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,127 +30,13 @@ from attnkit.errors import KitError
 from attnkit.terminal import one_line
 
 from ..classes.results import csv_text, read_gradebook, write_atomic_files
+from .lms_columns import Target, choose, wanted_columns
+from .nbgrader_gradebook import with_manual_grades
+from .roster import CANVAS_COLUMNS, Student, key, read_roster, read_table
+
+__all__ = ["CANVAS_COLUMNS", "FORMATS", "export", "read_roster"]
 
 FORMATS = ("canvas", "moodle", "gradescope-csv")
-MAX_ROSTER_BYTES = 16 * 1024 * 1024
-
-ID_COLUMNS = ("sis login id", "login id", "username", "id", "sis user id", "student id", "sid",
-              "id number", "user id")  # fmt: skip
-EMAIL_COLUMNS = ("email", "email address", "e-mail")
-NAME_COLUMNS = ("student", "name", "full name", "student name")
-CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
-
-
-@dataclass(frozen=True)
-class Student:
-    """One roster row: the keys a submission's id may match, and what the export copies."""
-
-    keys: frozenset[str]
-    name: str
-    email: str
-    ident: tuple[str, str]
-    """The row's first id, as (column, value), exactly as the roster has it."""
-    columns: dict[str, str]
-
-
-MAX_COLUMNS, MAX_ROWS = 1_000, 200_000
-
-
-def refuse(path: Path, why: str) -> KitError:
-    return KitError(
-        f"{path} is not a roster the kit can read ({why}).",
-        "Give the platform's student list as a CSV with a header row and an id or email column.",
-    )
-
-
-def key(text: str) -> str:
-    """How ids and emails are compared: case aside, nothing else folded or stripped."""
-    return text.lower()
-
-
-def roster_rows(path: Path, data: bytes) -> list[tuple[int, list[str]]]:
-    """The roster file's CSV rows, each with the line it ends on, or a refusal naming the
-    line that is not CSV text."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise refuse(path, f"line {line} is not UTF-8 text") from None
-    if "\0" in text:
-        raise refuse(path, f"line {text[: text.index(chr(0))].count(chr(10)) + 1} holds a NUL byte")
-    rows: list[list[str]] = []
-    lines: list[int] = []
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        for row in reader:
-            if len(row) > MAX_COLUMNS or len(rows) >= MAX_ROWS:
-                why = f"over {MAX_COLUMNS} columns or {MAX_ROWS} rows"
-                raise refuse(path, f"line {reader.line_num}: {why}")
-            rows.append(row)
-            lines.append(reader.line_num)
-    except csv.Error as exc:
-        raise refuse(path, f"line {reader.line_num} is not CSV: {exc}") from None
-    return list(zip(lines, rows, strict=True))
-
-
-def read_roster(path: Path) -> list[Student]:
-    """The roster's students, or one KitError that says what is wrong with the file."""
-    if not path.is_file():
-        raise refuse(path, "not a regular file")
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_ROSTER_BYTES + 1)
-    except OSError as exc:
-        raise refuse(path, exc.strerror or str(exc)) from None
-    if len(data) > MAX_ROSTER_BYTES:
-        raise refuse(path, "over 16 MiB")
-    rows = roster_rows(path, data)
-    if not rows:
-        raise refuse(path, "empty")
-    header = [h.strip() for h in rows[0][1]]
-    lower = [h.lower() for h in header]
-    ids = sorted(
-        (i for i, h in enumerate(lower) if h in ID_COLUMNS),
-        key=lambda i: ID_COLUMNS.index(lower[i]),
-    )
-    emails = [i for i, h in enumerate(lower) if h in EMAIL_COLUMNS]
-    names = [i for i, h in enumerate(lower) if h in NAME_COLUMNS]
-    canvas = [(i, h) for i, h in enumerate(header) if h in CANVAS_COLUMNS]
-    if not ids and not emails:
-        columns = ", ".join(map(repr, header[:20]))
-        raise refuse(path, f"line 1, the header, has no id or email column among {columns}")
-    students = []
-    for number, row in rows[1:]:
-
-        def cell(i: int, row: list[str] = row) -> str:
-            return row[i].strip() if i < len(row) else ""
-
-        if not any(c.strip() for c in row) or cell(0).lower() == "points possible":
-            continue  # a blank line, or Canvas's points row
-        filled = len(row) - next((i for i, c in enumerate(reversed(row)) if c.strip()), 0)
-        if filled > len(header) or len(row) < len(header):
-            # More cells than the header (trailing empty ones aside), or fewer: a comma that
-            # lost its quotes, or a cell lost; either way the columns would shift.
-            why = f"{len(row)} cells under a header of {len(header)}"
-            raise refuse(path, f"line {number} has {why} (a comma that lost its quotes?)")
-        if [c.strip() for c in row] == header:
-            raise refuse(path, f"line {number} repeats the header")
-        keys = frozenset(key(cell(i)) for i in ids + emails if cell(i))
-        if not keys:
-            raise refuse(path, f"line {number} has no id and no email: no student can match it")
-        ident = next(((header[i], cell(i)) for i in ids if cell(i)), ("", ""))
-        students.append(
-            Student(
-                keys=keys,
-                name=next((cell(i) for i in names if cell(i)), ""),
-                email=next((cell(i) for i in emails if cell(i)), ""),
-                ident=ident,
-                columns={h: cell(i) for i, h in canvas},
-            )
-        )
-    if not students:
-        raise refuse(path, "no student rows")
-    return students
 
 
 @dataclass
@@ -215,11 +100,20 @@ def moodle_identifier(students: list[Student]) -> tuple[str, list[str]]:
     )
 
 
+TEST_STUDENTS = frozenset({"student, test", "test student"})
+"""Canvas's test student ("Student, Test"): never given a --missing 0."""
+
+
 def table(
-    kind: str, students: list[Student], grades: dict[str, Any], matched: Matched, missing: str
+    kind: str,
+    students: list[Student],
+    grades: dict[str, Any],
+    matched: Matched,
+    missing: str,
+    targets: list[Target],
 ) -> list[list[str]]:
-    slugs = sorted(grades["assignments"])
-    titles = [grades["assignments"][s]["title"] for s in slugs]
+    slugs = [t.slug for t in targets]
+    titles = [t.header for t in targets]
     if kind == "canvas":
         head = [*CANVAS_COLUMNS, *titles]
         points = ["Points Possible", "", "", "", ""]
@@ -233,7 +127,7 @@ def table(
         scores = matched.scores.get(index, {})
         # A roster student with no graded submission: blank or 0, as asked. Never a 0 for a
         # submission that could not be graded: that stays blank and is listed.
-        default = "0" if missing == "zero" else ""
+        default = "0" if missing == "zero" and key(student.name) not in TEST_STUDENTS else ""
         blank = matched.blank.get(index, set())
         values = [scores.get(s, "" if s in blank else default) for s in slugs]
         name = student.name
@@ -251,17 +145,36 @@ def table(
 
 
 def export(
-    out: Path, kind: str, roster: Path, missing: str, leave_out: tuple[str, ...] = ()
+    out: Path,
+    kind: str,
+    roster: Path,
+    missing: str,
+    leave_out: tuple[str, ...] = (),
+    columns: tuple[str, ...] = (),
 ) -> Path:
-    grades = read_gradebook(out)
-    students = read_roster(roster)
+    """Write OUT/export-KIND.csv (see the module's docstring); ``columns`` are --column's
+    values (see :func:`~.lms_columns.wanted_columns`)."""
+    grades = with_manual_grades(out, read_gradebook(out))
+    table_of = read_table(roster)
+    students = table_of.students
+    slugs = sorted(grades["assignments"])
+    wanted = wanted_columns(columns, slugs)
+    targets = [
+        choose(table_of, kind, slug, grades["assignments"][slug], wanted.get(slug))
+        for slug in slugs
+    ]
+    for target in targets:
+        where = "its existing column" if target.existing else "a new column"
+        print(f"{target.slug}: into {where} {one_line(target.header)!r}")
     grades = {**grades, "submissions": chosen(grades["submissions"], leave_out, students)}
     matched = match(students, grades["submissions"], sorted(grades["assignments"]))
     if matched.unmatched:
         raise KitError(
             f"{len(matched.unmatched)} submission(s) match no single roster row, so nothing was "
             "exported:\n  " + "\n  ".join(matched.unmatched[:200]),
-            f"Add them to {roster} (or fix their ids), then export again.",
+            f"Add them to {roster} (or fix their ids), then export again; a student who is on "
+            "no roster on purpose (a visitor, a withdrawn student) is left out with "
+            "--leave-out STUDENT.",
         )
     for line in matched.ungraded:
         print(f"not graded, left blank: {line}")
@@ -272,9 +185,12 @@ def export(
             print(f"late policy not applied, raw score exported: {who}: {why['status']}")
     # Every cell quoted, so no separator in a name splits it in any locale, and safe to open.
     target = out / f"export-{kind}.csv"
-    files = {target: csv_text(table(kind, students, grades, matched, missing), csv.QUOTE_ALL)}
+    rows = table(kind, students, grades, matched, missing, targets)
+    files = {target: csv_text(rows, csv.QUOTE_ALL)}
     if any("late" in r for r in grades["submissions"]):
-        files[out / f"export-{kind}-late.csv"] = late_table(students, grades, matched)
+        files[out / f"export-{kind}-late.csv"] = late_table(students, grades, matched, targets)
+    if any("manual" in r for r in grades["submissions"]):
+        files[out / f"export-{kind}-manual.csv"] = manual_table(students, grades, matched)
     write_atomic_files(files)
     return target
 
@@ -307,7 +223,9 @@ LATE_HEADER = ["Roster id", "Email", "Student", "Assignment", "Raw score", "Scor
                "Days late", "Penalty %", "Reason"]  # fmt: skip
 
 
-def late_table(students: list[Student], grades: dict[str, Any], matched: Matched) -> str:
+def late_table(
+    students: list[Student], grades: dict[str, Any], matched: Matched, targets: list[Target]
+) -> str:
     """The late policy's decisions beside the export: the platform's columns take only
     the final score (a column Canvas does not know becomes a new assignment there), so
     the raw score and the reason for each graded submission are written here."""
@@ -316,7 +234,8 @@ def late_table(students: list[Student], grades: dict[str, Any], matched: Matched
         why, row = record.get("late"), matched.rows.get(id(record))
         if not isinstance(why, dict) or row is None:
             continue
-        student, title = students[row], grades["assignments"][record["assignment"]]["title"]
+        student = students[row]
+        title = next(t.header for t in targets if t.slug == record["assignment"])
         rows.append(
             [
                 student.ident[1],
@@ -331,4 +250,22 @@ def late_table(students: list[Student], grades: dict[str, Any], matched: Matched
                 why["reason"],
             ]
         )
+    return csv_text(rows, csv.QUOTE_ALL)
+
+
+def manual_table(students: list[Student], grades: dict[str, Any], matched: Matched) -> str:
+    """What was graded by hand in nbgrader's formgrader, beside the export (whose scores
+    already include it): the points added and the comments, for the platform's comment
+    box."""
+    rows: list[list[Any]] = [["Roster id", "Email", "Student", "Assignment", "Points added",
+                              "Comments"]]  # fmt: skip
+    for record in grades["submissions"]:
+        manual, row = record.get("manual"), matched.rows.get(id(record))
+        if not isinstance(manual, dict) or row is None:
+            continue
+        student = students[row]
+        rows.append(
+            [student.ident[1], student.email, record["student"], record["assignment"],
+             f"{manual['points']:g}", "\n\n".join(manual["comments"])]
+        )  # fmt: skip
     return csv_text(rows, csv.QUOTE_ALL)

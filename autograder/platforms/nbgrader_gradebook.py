@@ -94,3 +94,65 @@ def publish(gradebook: str | Path | None, submissions: Path, records: list[dict[
         for note in push_grades(course, records):
             print(f"note: {one_line(note)}")
         print(f"grades written to the nbgrader gradebook of {course}")
+
+
+def course_of(out: Path) -> Path | None:
+    """The nbgrader course OUT's class was graded from (class.json's --gradebook, or the
+    course SUBMISSIONS is), or None."""
+    from ..classes import run_manifest
+
+    manifest = run_manifest.read_if_any(out)
+    if manifest is None:
+        return None
+    if manifest.options.gradebook is not None:
+        return Path(manifest.options.gradebook)
+    return find_course(Path(manifest.submissions))
+
+
+def manual_grades(course: Path, records: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
+    """Per (student, assignment) of the graded ``records``: what the instructor changed in
+    formgrader, as (points added to the automatic ones, the comments). A cell's manual score
+    replaces its automatic one (nbgrader's rule), so a cell's share is manual - automatic."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from ..authoring.released import scripts_on_path
+
+    os.environ.update(scripts_on_path())
+    found: dict[tuple[str, str], Any] = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for record in records:
+            slug, student = record.get("assignment"), str(record.get("student"))
+            if record.get("status") != "graded" or not isinstance(slug, str):
+                continue
+            try:
+                notebook = gradebook.find_submission_notebook(slug, slug, student)
+            except MissingEntry:
+                continue
+            added = sum(
+                float(g.manual_score) - float(g.auto_score or 0.0)
+                for g in notebook.grades
+                if g.manual_score is not None
+            )
+            comments = [c.manual_comment for c in notebook.comments if c.manual_comment]
+            if added or comments:
+                found[(student, slug)] = (round(added, 4), comments)
+    return found
+
+
+def with_manual_grades(out: Path, grades: dict[str, Any]) -> dict[str, Any]:
+    """``grades`` (OUT's grades.json) with the nbgrader course's manual grades added: each
+    row's ``score`` is automatic + manual points, and ``manual`` holds the manual points
+    and comments. Unchanged when the class has no course."""
+    course = course_of(out)
+    if course is None or not (course / "gradebook.db").is_file():
+        return grades
+    manual = manual_grades(course, grades["submissions"])
+    rows = []
+    for record in grades["submissions"]:
+        change = manual.get((str(record.get("student")), str(record.get("assignment"))))
+        if change is not None:
+            points, comments = change
+            score = max(0.0, float(record["score"]) + points)
+            record = {**record, "score": score, "manual": {"points": points, "comments": comments}}
+        rows.append(record)
+    return {**grades, "submissions": rows}
