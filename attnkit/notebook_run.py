@@ -178,19 +178,26 @@ class NotebookRun:
             if o.status in ("error", "timeout")
         ]
 
+    state_at_cell: dict[str, Any] = field(default_factory=dict)
+    """grade_id -> the process state the exercise ran in when the graded cell was reached,
+    beyond the namespace: torch's default dtype (a scratch cell at the end may change it)."""
+
     def remember(self, grade_id: str) -> None:
-        """Keep the namespace's bindings as they are at the graded cell ``grade_id``."""
+        """Keep the namespace's bindings as they are at the graded cell ``grade_id``, and
+        torch's default dtype."""
         self.live_at_cell[grade_id] = dict(self.namespace)
+        self.state_at_cell[grade_id] = _default_dtype()
 
     def variants(self, watch: tuple[str, ...]) -> list[str]:
         """Graded cells at which an exercise of ``watch``, or anything it reads (its helpers,
         constants and module aliases, and theirs), was bound to another object than at the
         end."""
-        final = self.namespace
+        final, dtype = self.namespace, _default_dtype()
         return sorted(
             grade_id
             for grade_id, live in self.live_at_cell.items()
-            if any(
+            if self.state_at_cell.get(grade_id) != dtype
+            or any(
                 final.get(name, _UNBOUND) is not live.get(name, _UNBOUND)
                 for name in reads(watch, live)
             )
@@ -205,17 +212,31 @@ class NotebookRun:
         if live is None:
             yield
             return
-        now = dict(self.namespace)
+        now, dtype = dict(self.namespace), _default_dtype()
         self.namespace.clear()
         self.namespace.update(live)
+        _set_default_dtype(self.state_at_cell.get(grade_id))
         try:
             yield
         finally:
             self.namespace.clear()
             self.namespace.update(now)
+            _set_default_dtype(dtype)
 
 
 _UNBOUND = object()
+
+
+def _default_dtype() -> Any:
+    """torch's default dtype, where torch is loaded (None where it is not)."""
+    torch = sys.modules.get("torch")
+    return torch.get_default_dtype() if torch is not None else None
+
+
+def _set_default_dtype(dtype: Any) -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and dtype is not None:
+        torch.set_default_dtype(dtype)
 
 
 def reads(names: tuple[str, ...], namespace: dict[str, Any], depth: int = 8) -> set[str]:

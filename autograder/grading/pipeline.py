@@ -24,7 +24,7 @@ from attnkit.notebook_code import Cell, NotebookError, read_cells
 from attnkit.outcome import INTERNAL, PASSED, Outcome
 
 from ..lessons import memory_bound
-from ..lessons.rubric import graded_cells
+from ..lessons.rubric import cell_text, graded_cells, released_graded_sources
 from ..sandbox.errors import WorkerCrashed, WorkerTimeout
 from ..sandbox.isolation import IsolatedSubmission
 from ..sandbox.layout import SandboxSettings
@@ -148,8 +148,27 @@ def read_notebook(grading: Grading) -> None:
         for line in cell.source.splitlines()
     ):
         raise Ungradable(f"{submission.path}: defines nothing (no code to grade)")
-    grading.cells = cells
+    grading.cells = placed_graded_cells(cells, grading.slug)
     grading.lap("reading")
+
+
+def placed_graded_cells(cells: list[Cell], slug: str) -> list[Cell]:
+    """The cells, each graded cell knowing its grade id even where the student's editor
+    dropped nbgrader's metadata (Colab, VS Code, a ``.py`` export): a cell whose code is a
+    released graded cell's is that cell (the last such one, if the student copied it). The
+    id only says where the state the student saw is remembered (a second grading that can
+    only add points), never what is graded."""
+    known = {cell.grade_id for cell in cells if cell.grade_id}
+    sources = released_graded_sources(slug)
+    last: dict[str, int] = {}
+    for position, cell in enumerate(cells):
+        grade_id = sources.get(cell_text(cell.source)) if not cell.grade_id else None
+        if grade_id and grade_id not in known:
+            last[grade_id] = position
+    placed = list(cells)
+    for grade_id, position in last.items():
+        placed[position] = dataclasses.replace(cells[position], grade_id=grade_id)
+    return placed
 
 
 def open_sandbox(grading: Grading) -> WithholdingSubmission:

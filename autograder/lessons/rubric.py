@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,30 @@ class GradedCell:
     points: float
     exercise: str
     """The exercise whose solution cell comes before this graded cell."""
+
+
+HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S)
+
+
+def cell_text(source: str) -> str:
+    """A cell's code as compared across editors: line endings and trailing spaces aside."""
+    return "\n".join(line.rstrip() for line in source.replace("\r\n", "\n").split("\n")).strip()
+
+
+@functools.cache
+def released_graded_sources(slug: str) -> dict[str, str]:
+    """Each graded cell's code as released (the hidden tests' block taken out), to its
+    grade id: how a graded cell is recognised in a notebook whose editor dropped nbgrader's
+    metadata, or in a ``.py`` export."""
+    notebook = json.loads(source_notebook(slug).read_text(encoding="utf-8"))
+    found = {}
+    for cell in notebook["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") and cell["cell_type"] == "code":
+            text = cell_text(HIDDEN_BLOCK.sub("", "".join(cell["source"])))
+            if text:
+                found[text] = meta["grade_id"]
+    return found
 
 
 @functools.cache
