@@ -42,8 +42,14 @@ HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S
 
 
 def cell_text(source: str) -> str:
-    """A cell's code as compared across editors: line endings and trailing spaces aside."""
-    return "\n".join(line.rstrip() for line in source.replace("\r\n", "\n").split("\n")).strip()
+    """A cell's code as compared across editors: its lines that are not comments, line
+    endings and trailing spaces aside (a ``.py`` export adds the next markdown cell to a
+    code cell as comments); for a cell of comments only, its first line."""
+    lines = [line.rstrip() for line in source.replace("\r\n", "\n").split("\n")]
+    code = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if code:
+        return "\n".join(code)
+    return next((line.strip() for line in lines if line.strip()), "")
 
 
 @functools.cache
