@@ -208,7 +208,7 @@ def test_a_moodle_download_with_a_nested_upload(tmp_path: Path) -> None:
      ("Ann Lee", True), ("o'neil-2", True), ("José Ñ", True)],
 )  # fmt: skip
 def test_ids_that_nbgraders_unquoted_export_would_split_or_run_are_unsafe(student, safe) -> None:
-    from attnkit_autograder.classes.results import unsafe_unquoted_cell
+    from attnkit_autograder.classes.spreadsheet import unsafe_unquoted_cell
 
     assert (unsafe_unquoted_cell(student) is None) == safe
 

@@ -616,11 +616,11 @@ def test_a_namesakes_late_arrival_moves_no_one_elses_shard(tmp_path: Path) -> No
         "Bo Chen_1111_assignsubmission_file_",
     ):
         write_notebook(notebook, download / folder / f"{SLUG}.ipynb")
-    before = {s.lms_number: (s.student, shards.shard_key(s)) for s in discover(download)}
+    before = {s.lms_number: (s.student, run_manifest.shard_key(s)) for s in discover(download)}
     write_notebook(
         notebook, download / "Ada Lovelace_7777_assignsubmission_file_" / f"{SLUG}.ipynb"
     )
-    after = {s.lms_number: (s.student, shards.shard_key(s)) for s in discover(download)}
+    after = {s.lms_number: (s.student, run_manifest.shard_key(s)) for s in discover(download)}
     assert before["4242"][0] == "Ada Lovelace" and after["4242"][0] == "Ada Lovelace_4242"
     for number in ("4242", "1111"):
         for count in range(2, 9):

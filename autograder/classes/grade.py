@@ -330,7 +330,7 @@ def grade_class(request: GradeRequest, written: list[list[dict[str, Any]]]) -> G
     shard, out = request.shard, request.out
     if shard is not None:
         print(f"grading {shard}")
-        submissions = shards.slice_of(submissions, shard, shards.shard_key)
+        submissions = shards.slice_of(submissions, shard, run_manifest.shard_key)
         out = out / shard.folder
     settings = settings_of(request)
     # The hidden suites feed real dataloader batches of the lesson text: find (or fetch

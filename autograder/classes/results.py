@@ -11,11 +11,9 @@ files as an uninterrupted one. A lock file keeps two runs off the same OUT.
 from __future__ import annotations
 
 import contextlib
-import csv
 import errno
 import fcntl
 import hashlib
-import io
 import json
 import math
 import os
@@ -27,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from attnkit.assignments import ASSIGNMENTS
 from attnkit.errors import KitError
@@ -39,6 +37,7 @@ from ..grading.records import ResultRecord, student_view
 from ..grading.submission import Submission, sha256_file, text_id
 from ..lessons.rubric import graded_cells
 from .discovery import OUT_MARKER
+from .spreadsheet import csv_text
 
 SCHEMA = "attnkit-grades/1"
 
@@ -339,49 +338,6 @@ def result_paths(out: Path, submissions: list[Submission] | None = None) -> list
     if submissions is None:
         return sorted((out / "results").glob("*/*.json"))
     return [result_path(out, s) for s in submissions]
-
-
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def formula_like(text: str) -> bool:
-    """Whether a spreadsheet could read ``text`` as a formula (OWASP's CSV injection)."""
-    return text.startswith(FORMULA_START)
-
-
-UNQUOTED_BREAKS = (",", '"', "\r", "\n")
-"""What splits a cell of a CSV written without quoting (nbgrader's own export joins its
-fields with bare commas)."""
-
-
-def unsafe_unquoted_cell(text: str) -> str | None:
-    """Why ``text`` is unsafe as a cell of a CSV another tool writes without quoting (an id
-    the kit hands to nbgrader), or None: it would split into cells, or start one like a
-    formula (every part is checked, as a tool that splits it would show them)."""
-    if any(mark in text for mark in UNQUOTED_BREAKS):
-        return "it holds a comma, a quote or a line break, which split a CSV row"
-    if any(formula_like(part) for part in text.split(",")) or not text.isprintable():
-        return "it would open as a spreadsheet formula"
-    return None
-
-
-def csv_cell(value: Any) -> Any:
-    """A value a spreadsheet shows as text: OWASP's rule against CSV injection prefixes a
-    cell that starts like a formula with a quote (the writer also quotes every text cell)."""
-    if isinstance(value, str) and formula_like(value):
-        return "'" + value
-    return value
-
-
-def csv_text(
-    rows: Iterable[Iterable[Any]], quoting: Literal[0, 1, 2, 3] = csv.QUOTE_NONNUMERIC
-) -> str:
-    """Rows as CSV, every cell made safe to open (:func:`csv_cell`): the one writer of every
-    CSV the kit writes."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, quoting=quoting)
-    writer.writerows([csv_cell(value) for value in row] for row in rows)
-    return buffer.getvalue()
 
 
 LATE_COLUMNS = ["raw_score", "late", "late_reason"]

@@ -61,9 +61,16 @@ class Member:
         return self.shard_key or self.id
 
 
-def member(submission: Submission, root: Path) -> Member:
-    from .shards import shard_key
+def shard_key(submission: Submission) -> str:
+    """What decides a submission's shard (see shards): the platform's number for the student
+    where there is one (a namesake's late arrival renames a Moodle participant, never moves
+    her), else the submission's id."""
+    if submission.lms_number:
+        return f"lms:{submission.lms_number}/{submission.assignment or 'unknown'}"
+    return submission_id(submission)
 
+
+def member(submission: Submission, root: Path) -> Member:
     key = shard_key(submission)
     return Member(
         id=submission_id(submission),

@@ -19,7 +19,7 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from attnkit.errors import KitError
 
@@ -177,16 +177,6 @@ def shard_of(submission_id: str, count: int) -> int:
 
 
 T = TypeVar("T")
-
-
-def shard_key(submission: Any) -> str:
-    """What decides a submission's shard (see the module's text): the platform's number for
-    the student where there is one, else the submission's id."""
-    from .run_manifest import submission_id
-
-    if submission.lms_number:
-        return f"lms:{submission.lms_number}/{submission.assignment or 'unknown'}"
-    return submission_id(submission)
 
 
 def slice_of(items: Iterable[T], shard: Shard, key: Callable[[T], str]) -> list[T]:

@@ -35,7 +35,7 @@ from attnkit.terminal import printable
 from ..authoring.released import generate_assignments, write_course_skeleton
 from ..classes import hand_in
 from ..classes.discovery import discover
-from ..classes.results import unsafe_unquoted_cell
+from ..classes.spreadsheet import unsafe_unquoted_cell
 from ..classes.uploads import Budget, archive_stem, is_archive, safe_part, unpack
 from ..grading.submission import Submission
 

@@ -29,7 +29,8 @@ from typing import Any
 from attnkit.errors import KitError
 from attnkit.terminal import one_line
 
-from ..classes.results import csv_text, read_gradebook, write_atomic_files
+from ..classes.results import read_gradebook, write_atomic_files
+from ..classes.spreadsheet import csv_text
 from .lms_columns import Target, choose, wanted_columns
 from .nbgrader_gradebook import with_manual_grades
 from .roster import CANVAS_COLUMNS, Student, key, read_roster, read_table
@@ -219,8 +220,18 @@ def chosen(
     return [r for r in records if str(r.get("student")) not in leave_out]
 
 
-LATE_HEADER = ["Roster id", "Email", "Student", "Assignment", "Raw score", "Score", "Late",
-               "Days late", "Penalty %", "Reason"]  # fmt: skip
+LATE_HEADER = [
+    "Roster id",
+    "Email",
+    "Student",
+    "Assignment",
+    "Raw score",
+    "Score",
+    "Late",
+    "Days late",
+    "Penalty %",
+    "Reason",
+]
 
 
 def late_table(
@@ -257,15 +268,22 @@ def manual_table(students: list[Student], grades: dict[str, Any], matched: Match
     """What was graded by hand in nbgrader's formgrader, beside the export (whose scores
     already include it): the points added and the comments, for the platform's comment
     box."""
-    rows: list[list[Any]] = [["Roster id", "Email", "Student", "Assignment", "Points added",
-                              "Comments"]]  # fmt: skip
+    rows: list[list[Any]] = [
+        ["Roster id", "Email", "Student", "Assignment", "Points added", "Comments"]
+    ]
     for record in grades["submissions"]:
         manual, row = record.get("manual"), matched.rows.get(id(record))
         if not isinstance(manual, dict) or row is None:
             continue
         student = students[row]
         rows.append(
-            [student.ident[1], student.email, record["student"], record["assignment"],
-             f"{manual['points']:g}", "\n\n".join(manual["comments"])]
-        )  # fmt: skip
+            [
+                student.ident[1],
+                student.email,
+                record["student"],
+                record["assignment"],
+                f"{manual['points']:g}",
+                "\n\n".join(manual["comments"]),
+            ]
+        )
     return csv_text(rows, csv.QUOTE_ALL)

@@ -15,7 +15,7 @@ from typing import Any
 from attnkit.errors import KitError
 from attnkit.terminal import one_line
 
-from ..classes.results import unsafe_unquoted_cell
+from ..classes.spreadsheet import unsafe_unquoted_cell
 
 
 def find_course(path: Path) -> Path | None:

@@ -92,7 +92,7 @@ def measure(work: Path, count: int, shard_count: int) -> dict[str, float]:
         ]
     with timed("slicing", figures):
         slices = [
-            shards.slice_of(found, shards.Shard(i, shard_count), shards.shard_key)
+            shards.slice_of(found, shards.Shard(i, shard_count), run_manifest.shard_key)
             for i in range(1, shard_count + 1)
         ]
     sizes = [len(s) for s in slices]
