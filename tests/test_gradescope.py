@@ -233,3 +233,35 @@ def test_buggy_notebook_gets_partial_credit(autograder: Path) -> None:
     failed = [t for t in results["tests"] if t["status"] == "failed"]
     assert [t["name"] for t in failed] == ["embed_one_hot: test_embed_one_hot"]
     assert failed[0]["score"] == 0 and "wrong values" in failed[0]["output"]
+
+
+@pytest.mark.slow
+def test_a_worker_that_stops_reading_ends_run_autograder_with_the_cause(tmp_path: Path) -> None:
+    """A notebook whose last cell makes its process stop reading the grader's requests (it
+    swaps the worker's reader for one that never returns) is still graded by
+    run_autograder: every call ends at its own deadline, the submission's budget bounds the
+    whole, and results.json names the cause for each test the notebook lost."""
+    slug = "01_numpy_attention"
+    notebook = fill_notebook(released_notebook(slug, ROOT / "assignments"), slug)
+    stall = (
+        "import time\n"
+        "import attnkit.student_process.worker as worker\n"
+        "worker.read_frame = lambda fd: time.sleep(10**6)\n"
+    )
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+            "source": stall}  # fmt: skip
+    notebook = {**notebook, "cells": [*notebook["cells"], cell]}
+    write_notebook(notebook, tmp_path / "submission" / "homework.ipynb")
+    budget, timeout = 20, 2
+    done = subprocess.run(
+        [sys.executable, "-m", "attnkit_autograder.cli.run_autograder", "--root", str(tmp_path),
+         "--assignment", "1", "--budget", str(budget), "--timeout", str(timeout)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert schema_problems(results) == []
+    lost = [t for t in results["tests"] if t["score"] < t["max_score"]]
+    assert lost and results["score"] < sum(t["max_score"] for t in results["tests"])
+    causes = ("no answer after the time limit", "did not return", "not run")
+    assert all(any(c in t["output"] for c in causes) for t in lost), [t["output"] for t in lost]
