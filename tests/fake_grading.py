@@ -23,6 +23,16 @@ from attnkit_autograder.grading.records import error_record
 from attnkit_autograder.grading.submission import Submission
 
 
+def make_class(folder: Path, count: int, slug: str = "01_numpy_attention") -> Path:
+    """``count`` one-line submissions of ``slug`` (student00 to ...) in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for index in range(count):
+        (folder / f"student{index:02d}_{slug}.py").write_text(
+            f"def softmax(x):\n    return {index}\n"
+        )
+    return folder
+
+
 def quick_grader(number: int, tasks: Any, results: Any, settings: GradeSettings) -> None:
     """Speaks grader_process's protocol; every cell passes after ``DELAY`` seconds."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # as grader_process: the run decides

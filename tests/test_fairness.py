@@ -186,9 +186,14 @@ def graded_corpus(
 ) -> list[dict]:
     """The corpus graded once by `attnkit grade` (a folder per student, each file saved the
     way its student saved it): the rows of grades.json, for every path below."""
-    work = tmp_path_factory.mktemp("fair")
-    for built in corpus:
-        built.write(work / "submissions")
+    return graded_by_attnkit(corpus, tmp_path_factory.mktemp("fair"))
+
+
+def graded_by_attnkit(built: list[builder.Built], work: Path) -> list[dict]:
+    """``built`` written as its students saved it and graded by `attnkit grade` in one run:
+    the rows of grades.json."""
+    for one in built:
+        one.write(work / "submissions")
     out = work / "out"
     done = subprocess.run(
         [sys.executable, "-m", "attnkit", "grade", str(work / "submissions"), "--out", str(out)],
@@ -672,25 +677,7 @@ def test_each_open_case_is_still_marked_down_for_its_stated_cause(tmp_path: Path
     }
     paths = sorted(OPEN.glob("*/*.py"))
     assert sorted(p.stem for p in paths) == sorted(stated)
-    for path in paths:
-        builder.build(path).write(tmp_path / "submissions")
-    out = tmp_path / "out"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "attnkit",
-            "grade",
-            str(tmp_path / "submissions"),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr
-    for record in json.loads((out / "grades.json").read_text())["submissions"]:
+    for record in graded_by_attnkit([builder.build(path) for path in paths], tmp_path):
         grade_id, cause = stated[record["student"]]
         short = [t for t in record["tests"] if t["points"] < t["max_points"]]
         assert [t["grade_id"] for t in short] == [grade_id], record["student"]

@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import fake_grading
 import pytest
 
 from attnkit_autograder.classes import results
@@ -25,12 +26,7 @@ SLUG = "01_numpy_attention"
 
 
 def make_class(folder: Path, count: int) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for index in range(count):
-        (folder / f"student{index:02d}_{SLUG}.py").write_text(
-            f"def softmax(x):\n    return {index}\n"
-        )
-    return folder
+    return fake_grading.make_class(folder, count, SLUG)
 
 
 def fake_grade(subs: Path, out: Path, *extra: str) -> list[str]:

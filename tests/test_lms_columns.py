@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from grades_file import gradebook
 
 from attnkit.errors import KitError
 from attnkit_autograder.platforms import lms_export
@@ -24,17 +25,6 @@ def record(student: str, score: float, status: str = "graded") -> dict:
         "max_score": 14.0, "error": None if status == "graded" else "damaged",
         "source": f"{student}.ipynb", "tests": [],
     }  # fmt: skip
-
-
-def gradebook(out: Path, records: list[dict]) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    document = {
-        "schema": "attnkit-grades/1",
-        "assignments": {SLUG: {"title": "Self-attention in PyTorch", "max_score": 14.0}},
-        "submissions": records,
-    }
-    (out / "grades.json").write_text(json.dumps(document))
-    return out
 
 
 def write_csv(path: Path, rows: list[list[str]], **options) -> Path:

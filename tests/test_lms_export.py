@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from grades_file import gradebook
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,17 +26,6 @@ def record(student: str, score: float, status: str = "graded", error: str | None
         "student": student, "assignment": SLUG, "status": status, "score": score,
         "max_score": 14.0, "error": error, "source": f"/class/{student}.ipynb", "tests": [],
     }  # fmt: skip
-
-
-def gradebook(out: Path, records: list[dict]) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
-    document = {
-        "schema": "attnkit-grades/1",
-        "assignments": {SLUG: {"title": "Self-attention in PyTorch", "max_score": 14.0}},
-        "submissions": records,
-    }
-    (out / "grades.json").write_text(json.dumps(document))
-    return out
 
 
 def write_csv(path: Path, rows: list[list[str]]) -> Path:
