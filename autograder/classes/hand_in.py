@@ -45,7 +45,7 @@ class HandIn:
 
 
 CANVAS = re.compile(
-    r"^(?P<name>[^_]+?)(?P<late>_late)?_(?P<user>\d+)_(?P<sub>\d+)_(?P<file>.+)$",
+    r"^(?P<name>[^_]+?)(?P<late>_late)?_(?P<user>\d+)_(?P<sub>\d+)_(?P<file>.*)$",
     re.IGNORECASE | re.DOTALL,  # the student's own file name may hold any character
 )
 
