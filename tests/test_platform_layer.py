@@ -26,6 +26,7 @@ from attnkit_autograder.authoring.released import released_path
 from attnkit_autograder.classes import hand_in
 from attnkit_autograder.classes.discovery import ALWAYS_SKIPPED, discover, one_students_folder
 from attnkit_autograder.classes.results import result_path, write_atomic, write_gradebook
+from attnkit_autograder.classes.uploads import safe_part
 from attnkit_autograder.grading.records import error_record
 from attnkit_autograder.grading.submission import Submission
 from attnkit_autograder.platforms import lms_export
@@ -418,7 +419,8 @@ def test_zip_collect_reads_who_and_when_from_the_lms_layer(tmp_path_factory, can
     names = {s.student for s in found}
     assert names <= set(expected), (names, expected)
     for student in set(expected) - names:
-        assert any(key.startswith(whose[student].split("/")[0]) for key in refused), student
+        written = safe_part(whose[student].split("/")[0])  # the name the kit unpacks it to
+        assert any(key.startswith(written) for key in refused), student
     collected = [s for s in found if s.problem is None]
     submitted = course / "submitted"
     for submission in collected:
@@ -611,3 +613,25 @@ def test_the_scan_finds_a_planted_csv_writer(tmp_path) -> None:
         "autograder/platforms/planted_b.py": [2],
     }
     assert csv_writer_calls("import csv\ncsv.reader(x)\nwriter(x)\n") == []
+
+
+def test_an_entry_named_to_climb_out_costs_only_its_student(tmp_path) -> None:
+    """A class download with one entry whose name, read with either separator, climbs out
+    (``mal_12_22_\\..\\x.ipynb``): that entry is refused by its name, and every other student
+    is collected."""
+    from attnkit_autograder.platforms.course import REFUSED, LayerExtractor
+
+    download, extracted = tmp_path / "archive", tmp_path / "extracted"
+    download.mkdir()
+    extracted.mkdir()
+    when = (2020, 1, 1, 0, 0, 0)
+    entries = [
+        (f"ann_11_21_{SLUG}.ipynb", NOTEBOOK, when),
+        ("mal_12_22_\\..\\x.ipynb", NOTEBOOK, when),
+    ]
+    (download / "class.zip").write_bytes(zipped(entries))
+    LayerExtractor().extract(str(download), str(extracted))
+    refused = json.loads((extracted / REFUSED).read_text())
+    assert "class.zip" not in refused and any(key.startswith("mal_12_22_") for key in refused)
+    found = [s for s in discover(extracted, SLUG) if s.path != extracted / REFUSED]
+    assert [s.student for s in found if s.problem is None] == ["ann"]

@@ -146,13 +146,23 @@ def members(path: Path) -> Iterator[tuple[str, IO[bytes] | None]]:
     raise Refused(f"{text_id(path.name)} is not a zip or tar archive")
 
 
-def unpack_into(path: Path, folder: Path, budget: Budget, depth: int) -> None:
+def unpack_into(
+    path: Path, folder: Path, budget: Budget, depth: int, refused: dict[str, str] | None = None
+) -> None:
     """Unpack ``path`` into ``folder``; at ``depth`` 1 and more, the archives in it too
     (0: none, as the LMS's own download, whose students' archives are unpacked one by
-    one)."""
+    one). With ``refused`` (the LMS's download), a member whose name cannot be written is
+    left out and recorded there by its name: it costs its student only."""
     for name, handle in members(path):
         budget.member()
-        target = folder.joinpath(*member_path(name))
+        try:
+            parts = member_path(name)
+        except Refused as exc:
+            if refused is None:
+                raise
+            refused[text_id(name)] = str(exc)
+            continue
+        target = folder.joinpath(*parts)
         if handle is None:
             continue
         budget.copy(handle, target)
@@ -167,14 +177,19 @@ def unpack_into(path: Path, folder: Path, budget: Budget, depth: int) -> None:
 
 
 def unpack(
-    path: Path, folder: Path, budget: Budget | None = None, nested: bool = True
+    path: Path,
+    folder: Path,
+    budget: Budget | None = None,
+    nested: bool = True,
+    refused: dict[str, str] | None = None,
 ) -> str | None:
     """Unpack the uploaded archive ``path`` into the new folder ``folder`` (the archives in
     it too, unless ``nested`` is false): None when it was, else why it was refused (and
-    nothing of it is left)."""
+    nothing of it is left). With ``refused``, members whose names cannot be written are
+    recorded there and left out, and the rest is unpacked (see :func:`unpack_into`)."""
     try:
         folder.mkdir(parents=True)
-        unpack_into(path, folder, budget or Budget(), 1 if nested else 0)
+        unpack_into(path, folder, budget or Budget(), 1 if nested else 0, refused)
     except Refused as exc:
         problem = str(exc)
     except Exception as exc:  # a damaged, encrypted or foreign archive is that upload's problem

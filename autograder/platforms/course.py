@@ -36,7 +36,7 @@ from ..authoring.released import generate_assignments, write_course_skeleton
 from ..classes import hand_in
 from ..classes.discovery import discover
 from ..classes.spreadsheet import unsafe_unquoted_cell
-from ..classes.uploads import Budget, archive_stem, is_archive, safe_part, unpack
+from ..classes.uploads import Budget, Refused, archive_stem, is_archive, safe_part, unpack
 from ..grading.submission import Submission
 
 MAX_DOWNLOAD_BYTES = 16 * 1024**3
@@ -77,10 +77,10 @@ class LayerExtractor(_plugin_base("ExtractorPlugin")):
         staging = target.parent / f".{target.name}-{download.name}"
         shutil.rmtree(staging, ignore_errors=True)
         budget = Budget(MAX_DOWNLOAD_BYTES, MAX_DOWNLOAD_MEMBERS, MAX_DOWNLOAD_SECONDS)
-        problem = unpack(download, staging, budget, nested=False)
+        refused: dict[str, str] = {}  # one student's entry named unsafely costs that student
+        problem = unpack(download, staging, budget, nested=False, refused=refused)
         if problem is not None:
             return {download.name: problem}
-        refused: dict[str, str] = {}
         try:
             for entry in sorted(staging.iterdir()):
                 place(entry, target / entry.name, refused)
@@ -92,7 +92,16 @@ class LayerExtractor(_plugin_base("ExtractorPlugin")):
 def place(entry: Path, target: Path, refused: dict[str, str]) -> None:
     """One entry the LMS named, at ``target``: a student's archive unpacked into a folder of
     its LMS name; a folder (Moodle's, one a student) copied with the archives in it
-    unpacked; a file copied as it is. An upload that cannot be unpacked is refused alone."""
+    unpacked; a file copied as it is. An upload that cannot be unpacked, or whose archive's
+    own name cannot be a folder's, is refused alone."""
+    try:
+        place_entry(entry, target, refused)
+    except Refused as exc:
+        shutil.rmtree(target, ignore_errors=True)
+        refused[entry.name] = f"{entry.name}: {exc}"
+
+
+def place_entry(entry: Path, target: Path, refused: dict[str, str]) -> None:
     if entry.is_symlink():
         return
     if entry.is_file() and is_archive(entry.name):
