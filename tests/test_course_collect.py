@@ -99,6 +99,19 @@ def folder_headers(count: int) -> bytes:
     return data.getvalue()
 
 
+def test_a_tar_header_that_declares_a_huge_name_is_refused_before_it_is_read(tmp_path) -> None:
+    """tarfile reads a long-name header whole: one declaring a megabyte (a few hundred
+    bytes compressed) is refused at its size, before it is read."""
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w:xz", format=tarfile.GNU_FORMAT) as archive:
+        info = tarfile.TarInfo("n" * (1 << 20))
+        archive.addfile(info, io.BytesIO(b""))
+    (tmp_path / "long.tar.xz").write_bytes(data.getvalue())
+    problem = unpack(tmp_path / "long.tar.xz", tmp_path / "out")
+    assert problem is not None and "header is larger" in problem
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_upload_that_takes_too_long_to_unpack_is_refused(tmp_path) -> None:
     from attnkit_autograder.classes.uploads import Budget
 
@@ -205,6 +218,7 @@ def test_a_moodle_download_with_a_nested_upload(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("student", "safe"),
     [("Eve,=1+2", False), ('Mal"x', False), ("a\nb", False), ("=cmd", False), ("x,@SUM(1)", False),
+     ("Eve;=1+2", False), ("Mia\t@SUM(1)", False),
      ("Ann Lee", True), ("o'neil-2", True), ("José Ñ", True)],
 )  # fmt: skip
 def test_ids_that_nbgraders_unquoted_export_would_split_or_run_are_unsafe(student, safe) -> None:

@@ -78,3 +78,22 @@ def test_a_sandbox_that_cannot_lend_a_worker_is_the_graders_fault(tmp_path, monk
     record = graded(tmp_path, "raise NotImplementedError")
     assert record["status"] == "error" and record.get("fault") == "grader", record
     assert "the grading sandbox failed (the sandbox exited)" in record["error"]
+
+
+def test_a_worker_that_dies_before_it_is_ready_is_the_graders_fault(tmp_path, monkeypatch) -> None:
+    """A worker that ends before it says it is ready has run no notebook code (the kit's
+    start failed, or the machine killed it): the grader's fault, never a graded 0."""
+    from attnkit_autograder.sandbox import channel
+    from attnkit_autograder.sandbox.errors import WorkerCrashed
+
+    receive = channel.Channel.receive
+
+    def dies_starting(self, deadline, doing, *args, **kwargs):
+        if doing == "starting":
+            raise WorkerCrashed("the submission's process exited while starting")
+        return receive(self, deadline, doing, *args, **kwargs)
+
+    monkeypatch.setattr(channel.Channel, "receive", dies_starting)
+    record = graded(tmp_path, "raise NotImplementedError")
+    assert record["status"] == "error" and record.get("fault") == "grader", record
+    assert "exited while starting" in record["error"]

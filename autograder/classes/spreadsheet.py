@@ -16,9 +16,9 @@ def formula_like(text: str) -> bool:
     return text.startswith(FORMULA_START)
 
 
-UNQUOTED_BREAKS = (",", '"', "\r", "\n")
+UNQUOTED_BREAKS = (",", ";", "\t", '"', "\r", "\n")
 """What splits a cell of a CSV written without quoting (nbgrader's own export joins its
-fields with bare commas)."""
+fields with bare commas; a spreadsheet set to another separator splits on that)."""
 
 
 def unsafe_unquoted_cell(text: str) -> str | None:
@@ -26,8 +26,8 @@ def unsafe_unquoted_cell(text: str) -> str | None:
     the kit hands to nbgrader), or None: it would split into cells, or start one like a
     formula (every part is checked, as a tool that splits it would show them)."""
     if any(mark in text for mark in UNQUOTED_BREAKS):
-        return "it holds a comma, a quote or a line break, which split a CSV row"
-    if any(formula_like(part) for part in text.split(",")) or not text.isprintable():
+        return "it holds a separator, a quote or a line break, which split a CSV row"
+    if formula_like(text) or not text.isprintable():
         return "it would open as a spreadsheet formula"
     return None
 

@@ -126,8 +126,40 @@ def zip_members(path: Path) -> Iterator[tuple[str, IO[bytes] | None]]:
                 yield info.filename, handle
 
 
+MAX_HEADER_BYTES = 64 * 1024
+"""The most bytes a tar member's own header may declare (a long name, a pax record):
+``tarfile`` reads such a header whole into memory before any other limit can see it."""
+
+
+class BoundedTarInfo(tarfile.TarInfo):
+    """A tar header that refuses a long-name or pax extension larger than
+    :data:`MAX_HEADER_BYTES`, before ``tarfile`` reads it."""
+
+    EXTENSIONS = (
+        tarfile.GNUTYPE_LONGNAME,
+        tarfile.GNUTYPE_LONGLINK,
+        tarfile.XHDTYPE,
+        tarfile.XGLTYPE,
+        tarfile.SOLARIS_XHDTYPE,
+    )
+
+    def _proc_member(self, archive: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+        if self.type in self.EXTENSIONS and self.size > MAX_HEADER_BYTES:
+            raise Refused("a member's header is larger than an upload's may be")
+        return super()._proc_member(archive)  # type: ignore[misc]
+
+
+def is_tar(path: Path) -> bool:
+    """Whether ``path`` opens as a tar archive, read with bounded headers."""
+    try:
+        with tarfile.open(path, tarinfo=BoundedTarInfo):
+            return True
+    except tarfile.TarError:
+        return False
+
+
 def tar_members(path: Path) -> Iterator[tuple[str, IO[bytes] | None]]:
-    with tarfile.open(path) as archive:
+    with tarfile.open(path, tarinfo=BoundedTarInfo) as archive:
         for info in archive:
             archive.members.clear()  # read as a stream: no header is kept once it is read
             if info.isdir():
@@ -141,7 +173,7 @@ def tar_members(path: Path) -> Iterator[tuple[str, IO[bytes] | None]]:
 def members(path: Path) -> Iterator[tuple[str, IO[bytes] | None]]:
     if zipfile.is_zipfile(path):
         return zip_members(path)
-    if tarfile.is_tarfile(path):
+    if is_tar(path):
         return tar_members(path)
     raise Refused(f"{text_id(path.name)} is not a zip or tar archive")
 

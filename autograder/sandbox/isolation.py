@@ -224,7 +224,12 @@ class IsolatedSubmission:
         self.workers.channel = Channel(requests, replies, self.workers.allowance)
         self.workers.spawned += 1
         self.history.threads = 0
-        ready = self.workers.channel.receive(time.monotonic() + 30, "starting")
+        try:
+            ready = self.workers.channel.receive(time.monotonic() + 30, "starting")
+        except (WorkerCrashed, WorkerTimeout) as exc:
+            # No notebook code has run in it yet: its start is the kit's (or the machine's).
+            self.workers.failed = f"the grading sandbox failed ({exc})"
+            raise WorkerCrashed(self.workers.failed) from None
         said = ready.get("ready", {}) if isinstance(ready, dict) else {}
         pid, mapped = (said.get(k) for k in ("pid", "mapped_at_start")) if said else (0, 0)
         if all(type(n) is int for n in (pid, mapped)):  # told before any notebook code ran
