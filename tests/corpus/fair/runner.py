@@ -23,6 +23,8 @@ from builder import Built
 from IPython.core.interactiveshell import InteractiveShell
 
 from attnkit.notebook_code import is_check_cell, python_cells
+from attnkit.outcome import PASSED
+from attnkit_autograder.lessons.rubric import cell_text
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -79,10 +81,11 @@ def kernel_folder(folder: Path) -> Iterator[None]:
         os.chdir(previous)
 
 
-def run_all(path: Path) -> tuple[dict[str, Any], list[CellError]]:
+def run_all(path: Path, at_graded_cell: Any = None) -> tuple[dict[str, Any], list[CellError]]:
     """Run every code cell of ``path`` the grader runs (not the checks, nor the lesson's
     training and drawing: see attnkit.notebook_code.is_check_cell); return the namespace and
-    the cells that raised.
+    the cells that raised. ``at_graded_cell(grade_id, namespace)`` is called as each graded
+    cell is reached (found by its released code, as the grader finds it), before it runs.
 
     The caller chooses the working folder (see :func:`kernel_folder`)."""
     ipython = shell()
@@ -93,6 +96,9 @@ def run_all(path: Path) -> tuple[dict[str, Any], list[CellError]]:
     try:
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             for index, source in enumerate(cells_of(path)):
+                grade_id = graded.get(cell_text(source)) if graded else None
+                if grade_id and at_graded_cell is not None:
+                    at_graded_cell(grade_id, ipython.user_ns)
                 if is_check_cell(source):
                     continue
                 result = ipython.run_cell(source, store_history=False)
@@ -105,23 +111,54 @@ def run_all(path: Path) -> tuple[dict[str, Any], list[CellError]]:
     return ipython.user_ns, errors
 
 
+graded: dict[str, str] = {}
+"""The lesson being run's graded cells, by their released code (set by hidden_verdicts)."""
+
+
+@contextlib.contextmanager
+def torch_state() -> Iterator[None]:
+    """torch's process-wide settings as they were, after a notebook that changed them (its
+    default dtype, its threads): one case never leaks into the next."""
+    import torch
+
+    dtype, threads = torch.get_default_dtype(), torch.get_num_threads()
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(dtype)
+        torch.set_num_threads(threads)
+
+
 def hidden_verdicts(built: Built, path: Path) -> tuple[list[Any], list[CellError]]:
-    """Run ``path`` as Jupyter would and put its namespace through the hidden suite."""
+    """Run ``path`` as Jupyter would, and put each exercise through its hidden tests where
+    its graded cell is, and again at the end: the better counts (as the grader judges an
+    exercise in the state the student saw it pass)."""
     from attnkit.implementation import LocalImplementation
     from attnkit_autograder.grading.harness import reference_implementation, run_suite
+    from attnkit_autograder.grading.scoring import better_of
+    from attnkit_autograder.lessons.rubric import graded_cells, released_graded_sources
 
-    with kernel_folder(path.parent):
-        namespace, errors = run_all(path)
+    reference = reference_implementation(built.lesson)
+    at_cells: list[Any] = []
+
+    def suite(namespace: dict[str, Any], grade_ids: set[str] | None = None) -> list[Any]:
         host_main = sys.modules.get("__main__")
         # As in a kernel, the notebook is __main__ while its code is called.
         sys.modules["__main__"] = KernelLikeShell.instance().user_module
         try:
-            verdicts = run_suite(
-                LocalImplementation(dict(namespace), label=built.name),
-                built.lesson,
-                reference_implementation(built.lesson),
-            )
+            implementation = LocalImplementation(dict(namespace), label=built.name)
+            return run_suite(implementation, built.lesson, reference, grade_ids)
         finally:
             if host_main is not None:
                 sys.modules["__main__"] = host_main
-    return verdicts, errors
+
+    graded.clear()
+    graded.update(released_graded_sources(built.lesson))
+    with torch_state(), kernel_folder(path.parent):
+        namespace, errors = run_all(path, lambda g, ns: at_cells.extend(suite(ns, {g})))
+        passed = {v.grade_id for v in at_cells} - {
+            v.grade_id for v in at_cells if v.status != PASSED
+        }
+        rest = {cell.grade_id for cell in graded_cells(built.lesson)} - passed
+        at_end = suite(namespace, rest) if rest else []
+    return better_of(at_cells, at_end), errors
