@@ -87,8 +87,9 @@ def test_the_readme_is_short_with_contents_and_its_links_resolve() -> None:
     """A page an instructor can scan: every section is in the contents line, the design
     material lives in docs/, and every link to a file or a heading lands somewhere."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    # 430: the self-learner's "start here", a Colab link per lesson, sits in the first screen.
-    assert len(readme.splitlines()) < 430
+    # 460: the self-learner's "start here", a Colab link per lesson (seven), sits in the first
+    # screen.
+    assert len(readme.splitlines()) < 460
     sections = [line[3:] for line in readme.splitlines() if line.startswith("## ")]
     contents = next(p for p in readme.split("\n\n") if p.startswith("**Contents:**"))
     for section in sections:

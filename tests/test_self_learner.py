@@ -357,7 +357,7 @@ def test_the_bundle_readme_counts_its_lessons() -> None:
     from attnkit_autograder.platforms.bundle import readme
 
     text = readme()
-    assert text.splitlines()[2].startswith("Five notebooks") and len(ASSIGNMENTS) == 5
+    assert len(ASSIGNMENTS) == 7 and text.splitlines()[2].startswith("Seven notebooks")
     assert f"or 2 to {len(ASSIGNMENTS)}" in text
 
 

@@ -1,6 +1,6 @@
 STORY = "Colab: both attention classes call her helper scaled_scores; at the end she redefines it with a temperature to play with sharper weights"
 PATTERNS = ["colab-save", "renamed-file", "shared-helper", "question-comment"]
-SAVE = {"file": "02_self_attention - Lucia.ipynb", "editor": "colab"}
+SAVE = {"file": "02_self_attention - Lorna.ipynb", "editor": "colab"}
 EDITS = [
     (
         "above",
