@@ -155,11 +155,54 @@ def file_bytes(notebook: dict[str, Any], editor: str) -> bytes:
     return (json.dumps(notebook, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+DEFENCE_CASES = frozenset(
+    [
+        "abena_pip_first",
+        "kemal_torch_as_np",
+        "liam_torch_reference",
+        "oksana_tqdm_sweep",
+        "ursula_benchmark",
+        "hugo_shape_error",
+        "ivy_bias_error_with_module",
+        "jamal_multi_base",
+        "lorna_colab_helper_redefined",
+        "pavel_threadpool",
+        "sofia_capture_pip",
+        "vera_sleep_between_runs",
+        "wanda_compare_library",
+        "bruno_input_name",
+        "mateo_neg_constant",
+        "nico_sleepy_timing",
+        "olga_float64_scratch",
+        "rhea_num_threads",
+        "xena_sdpa_reference",
+        "dario_drive_mount",
+        "omar_F_reused",
+        "sami_tqdm_heads",
+        "wil_timeit_heads",
+        "yosef_torch_mha_check",
+        "carmen_colab_setup",
+        "elena_closure",
+        "farid_param_groups",
+        "gosia_closure_param_groups",
+        "petra_loss_fn_swapped",
+        "tariq_own_training_loop",
+        "yusuf_speed_table",
+        "zoe_sdpa_before_def",
+    ]
+)
+"""Fairness cases written against the sandbox's defences (threads, scratch cells, library
+comparisons), often one small change to another style: not distinct styles of the answer, so
+the similarity corpus, built on distinct styles, leaves them out."""
+
+
 def honest_notebooks(lesson: str) -> list[Honest]:
     """The lesson's honest notebooks (see the module's docstring), with renamed copies."""
     released = builder.released_notebook(lesson)
     found = []
     for path in builder.corpus_files(lesson):
+        if path.stem in DEFENCE_CASES:
+            continue
         built = builder.build(path, answer_the_rest=False)
         renamed = file_bytes(renamed_notebook(built.notebook, released), built.editor)
         found.append(Honest(built.name, built.file_name, built.file_bytes(), renamed))
