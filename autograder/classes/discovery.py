@@ -242,8 +242,8 @@ def walk_student(folder: Path, who: Identity, assignment: Assignment) -> Iterato
 
 
 def refused(path: Path, who: Identity, slug: str | None, reason: str | None) -> Candidate:
-    who_ = Submission(who.student, slug, path, reason, "", who.rule, lms_number=who.lms_number)
-    return Candidate(who_, who.lms_number)
+    submission = Submission(who.student, slug, path, reason, "", who.rule, (), who.lms_number)
+    return Candidate(submission, who.lms_number)
 
 
 def walk_folder(folder: Path, who: Identity, assignment: Assignment) -> Iterator[Candidate]:

@@ -202,6 +202,11 @@ class IsolatedSubmission:
         ends = [end.describe() for end in self.workers.endings if end.killed_from_outside()]
         return ends + self.workers.sandbox_kills
 
+    def _failed(self, cause: Exception) -> WorkerCrashed:
+        """The sandbox failed the grader (see Workers.failed): recorded, to be raised."""
+        self.workers.failed = f"the grading sandbox failed ({cause})"
+        return WorkerCrashed(self.workers.failed)
+
     def _spawn(self) -> None:
         if self.workers.failed:  # it failed once: the submission is not scored, so stop here
             raise WorkerCrashed(self.workers.failed)
@@ -219,8 +224,7 @@ class IsolatedSubmission:
             requests, replies = self.workers.zygote.spawn(self._worker_limits())
         except SandboxDied as exc:
             discard_zygote()
-            self.workers.failed = f"the grading sandbox failed ({exc})"
-            raise WorkerCrashed(self.workers.failed) from None
+            raise self._failed(exc) from None
         self.workers.channel = Channel(requests, replies, self.workers.allowance)
         self.workers.spawned += 1
         self.history.threads = 0
@@ -228,8 +232,7 @@ class IsolatedSubmission:
             ready = self.workers.channel.receive(time.monotonic() + 30, "starting")
         except (WorkerCrashed, WorkerTimeout) as exc:
             # No notebook code has run in it yet: its start is the kit's (or the machine's).
-            self.workers.failed = f"the grading sandbox failed ({exc})"
-            raise WorkerCrashed(self.workers.failed) from None
+            raise self._failed(exc) from None
         said = ready.get("ready", {}) if isinstance(ready, dict) else {}
         pid, mapped = (said.get(k) for k in ("pid", "mapped_at_start")) if said else (0, 0)
         if all(type(n) is int for n in (pid, mapped)):  # told before any notebook code ran
