@@ -184,6 +184,40 @@ def test_escapes_are_refused_whether_or_not_the_kernel_has_landlock(graded) -> N
         assert "ESCAPED" not in v2["message"], (name, v2["message"])
 
 
+POOLED = (
+    "from concurrent.futures import ThreadPoolExecutor\n"
+    "def probe():\n"
+    "    import numpy as np\n"
+    "    with ThreadPoolExecutor(max_workers=3) as pool:\n"
+    "        return np.array(list(pool.map(lambda i: i * i, range(6))))\n"
+)
+
+
+def test_a_call_starts_threads_unless_the_recorder_alone_must_vouch_for_it() -> None:
+    """A graded call may run its work on a thread pool where the worker withholds what the
+    exercise forbids (here: nothing is forbidden); a call with a forbidden function that no
+    worker withholds (a library's own Python code) runs where no thread can start, since the
+    recorder watches only the calling thread."""
+    from attnkit.notebook_code import Cell
+    from attnkit_autograder.sandbox.isolation import IsolatedSubmission
+
+    outcomes = []
+    for forbidden in ((), ("numpy.linalg.norm",)):
+        sandbox = IsolatedSubmission(
+            [Cell(1, POOLED)], GradeOptions(timeout=30, budget=60).limits()
+        )
+        try:
+            kwargs = {"name": "probe", "args": [], "kwargs": {}, "framework": "numpy"}
+            result = sandbox.run("call_function", forbidden=forbidden, **kwargs)
+            outcomes.append(result["out"]["array"].tolist())
+        except Exception as exc:
+            outcomes.append(str(exc))
+        finally:
+            sandbox.close()
+    assert outcomes[0] == [0, 1, 4, 9, 16, 25]
+    assert "can't start new thread" in str(outcomes[1]), outcomes[1]
+
+
 def test_nothing_of_one_submission_reaches_the_next() -> None:
     """Files in /tmp and /dev/shm, and a thread that keeps writing them, are gone when the
     next submission starts in the same sandbox."""
@@ -204,8 +238,8 @@ def test_nothing_of_one_submission_reaches_the_next() -> None:
         "    except OSError:\n"
         "        pass\n"
     )
-    # The planting cell leaves its thread running, so the cells run again without it before
-    # any call (see isolation's thread cells); the thread and its files die with that worker.
+    # The planting cell leaves its thread running (graded with it running, with a note); the
+    # thread and its files die with that worker.
     plant_probe = "def probe():\n    import numpy as np\n    return np.array(0)\n"
     look = (
         "import os\n"

@@ -190,7 +190,8 @@ class Worker:
         self.shell = kernel_shell()
         self.run: Any = None
         self.seal = seal
-        """Whether the first call seals thread creation (see :func:`seal_threads`)."""
+        """Whether the first call the recorder alone must vouch for seals thread creation
+        (see :func:`seal_threads`)."""
         self.sealed = False
         self.withheld = withheld
         """The family of kernels this worker goes without, in every thread (withheld.py)."""
@@ -307,11 +308,18 @@ class Worker:
         return self.run.variants(self.watch)
 
     def call(self, request: dict[str, Any]) -> dict[str, Any]:
-        if self.seal and not self.sealed:
+        forbidden = request.get("forbidden", ())
+        # No thread can reach a kernel this worker withholds: the recorder, which watches
+        # the exercise's own thread, must vouch only for the forbidden calls it does not
+        # withhold (a library's Python code, e.g. scipy's). Only a call that has such a
+        # forbidden call is made where no thread can start, and threads the cells left
+        # running make its verdict unverified; every other call may use threads as the
+        # notebook does in Jupyter (a thread pool over the heads).
+        covered = withheld_in(self.withheld, forbidden)
+        if self.seal and not self.sealed and not covered:
             self.sealed = True
-            # The cells have run: the hidden tests' calls start now. Where kernels are
-            # withheld, the guard refuses the foreign calls sealing needs; no thread can
-            # reach a withheld kernel there anyway.
+            # Where kernels are withheld, the guard may refuse the foreign calls sealing
+            # needs: the call then runs unsealed.
             with contextlib.suppress(PermissionError):
                 seal_threads()
         namespace: dict[str, Any] = self.run.namespace
@@ -319,11 +327,7 @@ class Worker:
         # call, so that the helpers, constants and modules the exercise reads are those of
         # that moment too.
         try:
-            forbidden = request.get("forbidden", ())
-            # Threads the cells left running cannot reach a withheld kernel: the recorder,
-            # which watches the exercise's own thread, must vouch only for the forbidden
-            # calls this worker does not withhold (a library's Python code, e.g. scipy's).
-            alone = other_threads if not withheld_in(self.withheld, forbidden) else None
+            alone = other_threads if not covered else None
             with lent(request.get("lent") is True), self.run.as_at(request.get("variant")):
                 result = self.call_recorded(
                     namespace, request["adapter"], forbidden, request["kwargs"], alone
@@ -393,9 +397,9 @@ def other_threads() -> str | None:
 
 
 def seal_threads() -> None:
-    """From now on this process cannot start a thread: the exercises run where no other
-    thread can appear, so the recorder, which watches the calling thread, sees all their
-    work. Irrevocable (a seccomp filter). PyTorch's pool goes back to one thread first, so
+    """From now on this process cannot start a thread: an exercise whose forbidden calls
+    the worker does not withhold runs where no other thread can appear, so the recorder,
+    which watches the calling thread, sees all its work. Irrevocable (a seccomp filter). PyTorch's pool goes back to one thread first, so
     that none of its kernels needs a new one."""
     import pyseccomp as seccomp
     import torch

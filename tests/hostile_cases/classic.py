@@ -668,27 +668,20 @@ def _preamble(targets: Targets) -> str:
     )
 
 
-THREAD_STARTED_IN_A_CALL = ("leaves_files_and_a_thread_behind",)
-"""Escapes that start a thread while an exercise runs: once the hidden tests run, no thread
-can start (see attnkit.student_process.worker.seal_threads), so the exercise that tried
-raises, and loses its own cell only."""
-
-
 def _escape(name: str, targets: Targets) -> Case:
-    """An attempt the sandbox must refuse: the submission keeps full marks (but for a
-    thread started in a call, see THREAD_STARTED_IN_A_CALL)."""
+    """An attempt the sandbox must refuse: the submission keeps full marks (a thread the
+    attempt leaves running is the submission's own, and dies with its worker)."""
     kind, body = ATTEMPTS[name]
-    lingers = name in THREAD_STARTED_IN_A_CALL
     helper = (
         _preamble(targets) + "def attempt():\n" + textwrap.indent(textwrap.dedent(body), "    ")
     )
     return Case(
         name,
         kind,
-        LOSES_V2 if lingers else KEEPS_ALL,
+        KEEPS_ALL,
         V2_CELL,
-        "error" if lingers else "passed",
-        "can't start new thread" if lingers else "",
+        "passed",
+        "",
         {"SelfAttention_v2": GUARDED_V2},
         helper,
         first=True,
