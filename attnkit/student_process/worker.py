@@ -399,8 +399,9 @@ def other_threads() -> str | None:
 def seal_threads() -> None:
     """From now on this process cannot start a thread: an exercise whose forbidden calls
     the worker does not withhold runs where no other thread can appear, so the recorder,
-    which watches the calling thread, sees all its work. Irrevocable (a seccomp filter). PyTorch's pool goes back to one thread first, so
-    that none of its kernels needs a new one."""
+    which watches the calling thread, sees all its work. Irrevocable (a seccomp filter).
+    PyTorch's pool goes back to one thread first, so that none of its kernels needs a new
+    one."""
     import pyseccomp as seccomp
     import torch
 
