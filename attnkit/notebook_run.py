@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dis
 import inspect
 import signal
 import sys
@@ -277,9 +278,18 @@ def _global_names(value: Any) -> set[str]:
     names: set[str] = set()
     while codes:
         code = codes.pop()
-        names.update(code.co_names)
+        names.update(_loaded_globals(code))
         codes += [c for c in code.co_consts if inspect.iscode(c)]
     return names
+
+
+GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+"""The instructions that read a global name (an attribute, ``self.x``, reads none)."""
+
+
+def _loaded_globals(code: Any) -> set[str]:
+    """The names ``code`` itself reads as globals."""
+    return {str(i.argval) for i in dis.get_instructions(code) if i.opname in GLOBAL_LOADS}
 
 
 def run_cells(

@@ -132,6 +132,18 @@ def test_an_exercise_is_judged_with_the_helpers_and_aliases_it_read_at_its_cell(
         grade_ids={1: "test_f"},
     )
     assert run_cells(read_cells(path), watch=("f",)).variants(("f",)) == []
+    # An attribute named like a global the notebook rebinds (self.heads, x.shape) is not a
+    # read of that global: no variant, so no regrading of the same definitions.
+    path = notebook(
+        tmp_path / "attrs.ipynb",
+        "class M:\n    def __init__(self, heads):\n        self.heads = heads\n"
+        "    def forward(self, x):\n        return self.heads * x.shape[0]\n"
+        "heads, shape = [2], (3,)",
+        "# graded",
+        "heads, shape = [1], (2,)",
+        grade_ids={1: "test_m"},
+    )
+    assert run_cells(read_cells(path), watch=("M",)).variants(("M",)) == []
 
 
 def test_nbformat_3_py_files_and_crlf_are_read(tmp_path) -> None:
