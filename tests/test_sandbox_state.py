@@ -511,3 +511,24 @@ def probe():
 @pytest.mark.parametrize("plots", [True, False])
 def test_a_notebook_plots_whether_or_not_the_zygote_loaded_matplotlib(plots: bool) -> None:
     assert graded(PLOTS, sandbox=SandboxSettings(plots=plots)) == [int(plots), 1]
+
+
+def test_a_statement_that_ran_to_its_limit_is_left_out_by_every_later_worker() -> None:
+    """A submission's second worker (another withheld family, or a new one after a call ran
+    out of time) takes the first run's stops: the statement that ran to the cell's limit is
+    left out, and the rest of its cell and the later cells still run."""
+    sources = (
+        "import numpy as np\nbefore = 1\nwhile True:\n    pass\nafter = 2",
+        "def probe():\n    return np.array([before, after])",
+    )
+    first = submission(*sources, cell_timeout=2.0)
+    second = submission(*sources, cell_timeout=2.0)
+    try:
+        assert answer(first) == [1, 2]
+        assert set(first.history.failures) == {1}  # ran to its limit once
+        second.history.inherit(first.history)
+        assert answer(second) == [1, 2]
+        assert second.history.failures == {}  # not run, so not paid for, again
+    finally:
+        first.close()
+        second.close()

@@ -194,8 +194,8 @@ def open_sandbox(grading: Grading) -> WithholdingSubmission:
             # A later worker ends when the first one's hidden tests must: one budget.
             until=primary.clock.deadline if primary is not None else None,
         )
-        if primary is not None:  # cells the first run had to stop are not paid for again,
-            worker.history.stopped |= primary.history.stopped
+        if primary is not None:  # what the first run had to stop is not paid for again,
+            worker.history.inherit(primary.history)
             worker.timed_out = primary.timed_out  # nor a call that ran out of time (lent)
         return worker
 

@@ -40,6 +40,14 @@ class CellHistory:
     notes: list[str] = field(default_factory=list)
     stop_notes: list[str] = field(default_factory=list)
 
+    def inherit(self, first: CellHistory) -> None:
+        """Take what another worker's run of the same cells had to stop (cells stopped from
+        outside, statements that ran to the cell's limit): this worker's run leaves them out
+        rather than pay for them again."""
+        self.stopped |= first.stopped
+        for index, lines in first.skipped.items():
+            self.skipped.setdefault(index, set()).update(lines)
+
     def record(self, cell: Cell, reported: Any, first_run: bool, limit: float) -> str | None:
         """Take what a worker reported of one cell (anything at all: it is the worker's
         word); the cell's note, if it failed."""
