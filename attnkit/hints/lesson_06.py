@@ -244,7 +244,10 @@ MISTAKES: dict[tuple[str, str], MistakeHints] = {
             "With use_cache, the new tokens attend to every token before them, and those "
             "tokens' keys and values are only in the blocks' caches."
         ),
-        look="Look at what you pass to each block when use_cache is True.",
+        look=(
+            "Look at what each block gets when use_cache is True: the model's own caches, "
+            "started once per prompt (start_caches), never new ones in forward."
+        ),
     ),
     ("generate", "stale_caches"): MistakeHints(
         idea=(
