@@ -1,0 +1,24 @@
+# assignment: 07_flash_attention
+# expect: none
+def flash_attention_backward(q, k, v, out, lse, grad_out, block_q, block_k, causal=False):
+    # the tile's weights are recomputed as exp(q k^T - lse): the scores miss 1/sqrt(d)
+    Tq, Tk = q.shape[-2], k.shape[-2]
+    scale = 1 / math.sqrt(q.shape[-1])
+    delta = (grad_out * out).sum(-1)
+    safe = torch.where(lse == -math.inf, math.inf, lse)
+    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    for i in range(0, Tq, block_q):
+        qi, gi = q[..., i : i + block_q, :], grad_out[..., i : i + block_q, :]
+        rows = torch.arange(i, i + qi.shape[-2])
+        for j in range(0, Tk, block_k):
+            kj, vj = k[..., j : j + block_k, :], v[..., j : j + block_k, :]
+            s = qi @ kj.transpose(-2, -1)
+            if causal:
+                cols = torch.arange(j, j + kj.shape[-2])
+                s = s.masked_fill(cols[None, :] > rows[:, None] + (Tk - Tq), -math.inf)
+            p = torch.exp(s - safe[..., i : i + block_q, None])
+            dv[..., j : j + block_k, :] += p.transpose(-2, -1) @ gi
+            ds = p * (gi @ vj.transpose(-2, -1) - delta[..., i : i + block_q, None])
+            dq[..., i : i + block_q, :] += ds @ kj * scale
+            dk[..., j : j + block_k, :] += ds.transpose(-2, -1) @ qi * scale
+    return dq, dk, dv
