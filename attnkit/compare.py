@@ -187,9 +187,24 @@ def _expect_finite_where_expected(got: np.ndarray, expected: np.ndarray, what: s
             f"{verb(what, 'contains', 'contain')} {int(got_bad.sum())} NaN/inf value(s) where "
             "finite numbers are "
             f"expected, first at {list(at)} (got {got[at]})",
-            "NaN usually comes from exp() overflowing or from -inf minus -inf.",
+            NOT_FINITE_HINTS[_not_finite_kind(got[got_bad])],
             stage="finite",
         )
+
+
+NOT_FINITE_HINTS = {
+    "nan": "NaN usually comes from exp() overflowing or from -inf minus -inf.",
+    "-inf": "-inf where a number is expected: everything that value was built from was masked "
+    "or underflowed (look at which keys each query may see).",
+    "inf": "inf where a number is expected: a value overflowed (exp() of a large score?).",
+}
+"""The finite stage's hint, by what the wrong values are: only what they show."""
+
+
+def _not_finite_kind(bad: np.ndarray) -> str:
+    if np.isnan(bad).any():
+        return "nan"
+    return "-inf" if (bad < 0).all() else "inf"
 
 
 def _expect_close(

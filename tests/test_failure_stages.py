@@ -33,6 +33,20 @@ def test_each_stage_names_its_problem(got, stage, words) -> None:
     assert len(err.value.message) < 300
 
 
+@pytest.mark.parametrize(
+    ("bad", "words"),
+    [(np.nan, "NaN usually comes"), (-np.inf, "was masked"), (np.inf, "overflowed")],
+)
+def test_the_finite_stage_hints_only_at_what_the_values_show(bad, words) -> None:
+    """An lse of -inf (a row that saw nothing) is not told to look for NaN."""
+    got = EXPECTED.copy()
+    got[1, 2] = bad
+    with pytest.raises(CheckFailed) as err:
+        expect_array({"kind": "tensor", "array": got}, EXPECTED, kind="tensor")
+    hints = ("NaN usually comes", "was masked", "overflowed")
+    assert [h for h in hints if h in err.value.hint] == [words]
+
+
 def test_mutation_is_reported_before_wrong_values() -> None:
     namespace = reference_namespace("03_causal_attention")
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compare import CheckFailed, expect_array, expect_kind, expect_shape, part
+from ..compare import CheckFailed, expect_array, expect_kind, expect_shape, expect_unchanged, part
 from ..probe import Probe
 from .dtypes import expect_dtype
 from .registry import visible
@@ -319,7 +319,9 @@ def rope_properties(probe: Probe) -> None:
     rng = np.random.default_rng(6621)
     x = rng.normal(size=(2, 6, 8)).astype(np.float32)  # [q or k, T, head_dim]
     near = np.arange(6, dtype=np.int64)
-    result = probe.call(x, near)["out"]
+    called = probe.call(x, near)
+    expect_unchanged(x, called["inputs_after"][0], "the input x")
+    result = called["out"]
     rotated = expect_shape(result, (2, 6, 8), kind="tensor", what="rope(x, positions)")
     lengths = np.hypot(x[..., :4], x[..., 4:])
     expect_array(

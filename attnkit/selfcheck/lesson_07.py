@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..compare import CheckFailed, expect_array, expect_kind
+from ..compare import CheckFailed, expect_array, expect_kind, expect_unchanged
 from ..implementation import raised_message, raised_type
 from ..probe import Probe
 from ..tensor_memory import mib, out_of_memory
@@ -102,9 +102,11 @@ def expect_exact(value: dict, expected: np.ndarray, what: str, atol: float = 1e-
 )
 def online_softmax_values(probe: Probe) -> None:
     scores = draw(3, 10, seed=7001, scale=3.0)
-    got = probe.call(scores, 4)["out"]
+    result = probe.call(scores, 4)
+    got = result["out"]
     expect_dtype(got, np.float32, kind="tensor", what="online_softmax(scores, 4)")
     expect_exact(got, exact_softmax(scores), "online_softmax(scores, 4)", atol=1e-6)
+    expect_unchanged(scores, result["inputs_after"][0], "the scores")
 
 
 @visible(SLUG, "online_softmax", "rescales the running sum when a later block has a bigger score")
@@ -138,14 +140,15 @@ def flash_check(
     lead, n_q, n_k, d, d_v, block_q, block_k, causal, seed = case
     q = draw(*lead, n_q, d, seed=seed, scale=scale)
     k, v = draw(*lead, n_k, d, seed=seed + 1), draw(*lead, n_k, d_v, seed=seed + 2)
-    out, lse = returned(
-        probe.call(q, k, v, block_q, block_k, causal)["out"], ("out", "lse"), "flash_attention"
-    )
+    result = probe.call(q, k, v, block_q, block_k, causal)
+    out, lse = returned(result["out"], ("out", "lse"), "flash_attention")
     want_out, want_lse = exact_attention(q, k, v, causal)
     expect_dtype(out, np.float32, kind="tensor", what=f"out {what}")
     expect_dtype(lse, np.float32, kind="tensor", what=f"lse {what}")
     expect_exact(out, want_out, f"out {what}", atol)
     expect_exact(lse, want_lse, f"lse {what}", atol)
+    for before, after, name in zip((q, k, v), result["inputs_after"], "qkv", strict=False):
+        expect_unchanged(before, after, name)
 
 
 @visible(
@@ -211,7 +214,8 @@ def backward_check(probe: Probe, case: tuple, what: str) -> None:
     q, k = draw(*lead, n_q, d, seed=seed), draw(*lead, n_k, d, seed=seed + 1)
     v, grad_out = draw(*lead, n_k, d_v, seed=seed + 2), draw(*lead, n_q, d_v, seed=seed + 3)
     out, lse = (a.astype(np.float32) for a in exact_attention(q, k, v, causal))
-    got = probe.call(q, k, v, out, lse, grad_out, block_q, block_k, causal)["out"]
+    result = probe.call(q, k, v, out, lse, grad_out, block_q, block_k, causal)
+    got = result["out"]
     names = ("dq", "dk", "dv")
     for value, name, want in zip(
         returned(got, names, "flash_attention_backward"),
@@ -223,6 +227,12 @@ def backward_check(probe: Probe, case: tuple, what: str) -> None:
         expect_array(
             value, want.astype(np.float32), what=f"{name} {what}", atol=1e-5, rtol=1e-4, **T
         )
+    given = (q, k, v, out, lse, grad_out)
+    for before, after, name in zip(given, result["inputs_after"], GIVEN, strict=False):
+        expect_unchanged(before, after, name)
+
+
+GIVEN = ("q", "k", "v", "out", "lse", "grad_out")
 
 
 @visible(
