@@ -106,11 +106,16 @@ def same_steps(
         if stored and not np.array_equal(np.asarray(mine["stored"]), np.asarray(theirs["stored"])):
             raise CheckFailed(
                 f"after {what} the cache keeps keys of shape "
-                f"{None if mine['stored'] is None else list(mine['stored'])}, expected "
-                f"{list(theirs['stored'])}: min(position, window) tokens"
+                f"{None if mine['stored'] is None else sizes(mine['stored'])}, expected "
+                f"{sizes(theirs['stored'])}: min(position, window) tokens"
             )
         before = number(theirs["position"]) or 0
     return got
+
+
+def sizes(shape: Any) -> list[int]:
+    """A reported shape as plain numbers (never ``np.int64(2)`` in a message)."""
+    return [int(n) for n in np.asarray(shape).ravel()]
 
 
 def property_holds(number: int, examples: int, check: Callable[..., None], *strategies) -> None:
