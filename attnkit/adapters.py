@@ -618,7 +618,8 @@ MAX_SEQUENCE_DEPTH = 4
 
 
 def _check_description(value: Any, depth: int = 0) -> None:
-    if not isinstance(value, dict) or value.get("kind") not in DESCRIPTION_KINDS:
+    kind = value.get("kind") if isinstance(value, dict) else None
+    if not (isinstance(kind, str) and kind in DESCRIPTION_KINDS):
         raise MalformedResult("an output description has no known kind")
     kind = value["kind"]
     if kind in ("tensor", "ndarray", "number"):
@@ -691,7 +692,7 @@ def _check_steps(value: Any, what: str) -> None:
             if key in ("out", "position"):
                 _check_description(entry)
             elif key == "raised":
-                if entry not in (None, REFUSAL):
+                if not (entry is None or (isinstance(entry, str) and entry == REFUSAL)):
                     raise MalformedResult(f"{what}: raised is not the refusal")
             elif entry is not None and not isinstance(entry, np.ndarray):
                 raise MalformedResult(f"{what}: {key} is not an array")
@@ -735,7 +736,12 @@ def validate_result(adapter: str, result: Any) -> dict[str, Any]:
     check = REPLIES.get(adapter)
     if check is None:
         raise MalformedResult(f"unknown adapter {adapter!r}")
-    check(result)
+    try:
+        check(result)
+    except MalformedResult:
+        raise
+    except (TypeError, ValueError) as exc:  # a value of a type no check compares (an array)
+        raise MalformedResult(f"the result is malformed ({type(exc).__name__})") from None
     return result
 
 

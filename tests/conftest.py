@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -16,6 +17,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # (attnkit.progress): the kit's own thousands of checks go to a throwaway one, in this
 # process and every process it starts, never to the developer's.
 os.environ["ATTNKIT_PROGRESS"] = os.path.join(tempfile.mkdtemp(prefix="attnkit-test-"), "p.jsonl")
+
+# The tests of Ctrl-C (an interrupted run, a signal held back between two renames) need a
+# process where SIGINT raises KeyboardInterrupt, and children that inherit no ignored
+# SIGINT: a shell starts a background job (`cmd &` in a script) with SIGINT ignored, and
+# Python keeps an ignored SIGINT ignored.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 import pytest
 import torch
