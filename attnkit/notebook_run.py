@@ -192,15 +192,17 @@ class NotebookRun:
     def variants(self, watch: tuple[str, ...]) -> list[str]:
         """Graded cells at which an exercise of ``watch``, or anything it reads (its helpers,
         constants and module aliases, and theirs), was bound to another object than at the
-        end."""
+        end. A name not yet bound there (a later exercise, a helper defined further down)
+        makes no variant: without it, nothing that reads it can do better."""
         final, dtype = self.namespace, _default_dtype()
         return sorted(
             grade_id
             for grade_id, live in self.live_at_cell.items()
             if self.state_at_cell.get(grade_id) != dtype
             or any(
-                final.get(name, _UNBOUND) is not live.get(name, _UNBOUND)
+                final.get(name, _UNBOUND) is not live[name]
                 for name in reads(watch, live)
+                if name in live
             )
         )
 

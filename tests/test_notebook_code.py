@@ -144,6 +144,25 @@ def test_an_exercise_is_judged_with_the_helpers_and_aliases_it_read_at_its_cell(
         grade_ids={1: "test_m"},
     )
     assert run_cells(read_cells(path), watch=("M",)).variants(("M",)) == []
+    # The lesson's later exercises (and a helper defined further down) are not yet bound at
+    # an earlier graded cell: that makes no variant, while a rebound helper still does.
+    path = notebook(
+        tmp_path / "later.ipynb",
+        "def f(x):\n    return g(x) + later(x)\ndef later(x):\n    return 0",
+        "# graded",
+        "def g(x):\n    return x",
+        "# graded",
+        grade_ids={1: "test_f", 3: "test_g"},
+    )
+    assert run_cells(read_cells(path), watch=("f", "g")).variants(("f", "g")) == []
+    path = notebook(
+        tmp_path / "rebound.ipynb",
+        "def f(x):\n    return later(x)\ndef later(x):\n    return 0",
+        "# graded",
+        "def later(x):\n    return 1",
+        grade_ids={1: "test_f"},
+    )
+    assert run_cells(read_cells(path), watch=("f", "g")).variants(("f", "g")) == ["test_f"]
 
 
 def test_nbformat_3_py_files_and_crlf_are_read(tmp_path) -> None:
