@@ -105,6 +105,30 @@ def test_the_graders_exact_answer_is_pytorchs(case: dict) -> None:
     np.testing.assert_allclose(lse, want_lse.numpy(), atol=1e-12)
 
 
+@GENERATED
+@given(shapes)
+def test_the_fused_answer_is_exact_attention_at_float32_tolerances(case: dict) -> None:
+    """The memory test's fast answer (PyTorch's fused kernel, in the grader's process)."""
+    q, k, v = (t.numpy() for t in inputs(case))
+    v = np.resize(v, (*v.shape[:-1], q.shape[-1]))  # as wide as q: the kernel wants that
+    causal = case["causal"] and case["n_q"] == case["n_k"]
+    want_out, want_lse = hidden.exact_attention(q, k, v, causal)
+    out, lse = hidden.fused_attention(q, k, v, causal)
+    np.testing.assert_allclose(out, want_out, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(lse, want_lse, atol=1e-5, rtol=1e-5)
+
+
+def test_the_fused_answer_is_the_references_at_the_memory_shape() -> None:
+    generator = torch.Generator().manual_seed(7400)
+    q, k, v = (torch.randn(*MEMORY_SHAPE, generator=generator) for _ in range(3))
+    out, lse = flash_attention(q, k, v, *MEMORY_BLOCKS, True)
+    fused_out, fused_lse = hidden.fused_attention(q.numpy(), k.numpy(), v.numpy(), True)
+    np.testing.assert_allclose(fused_out, out.numpy(), atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(fused_lse, lse.numpy(), atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="top-left"):
+        hidden.fused_attention(q[..., :5, :].numpy(), k.numpy(), v.numpy(), True)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(shapes)
 def test_the_backward_is_autograd_of_exact_attention(case: dict) -> None:

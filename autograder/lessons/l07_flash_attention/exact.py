@@ -40,6 +40,32 @@ def exact_attention(
     return out, lse
 
 
+def fused_attention(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """(out, lse) in float32 from PyTorch's own fused CPU kernel (tiled, as the lesson's
+    answer is; in the grader's process, which withholds nothing): the memory test's answer
+    at T = 4096, several times faster than the reference's Python loop over the tiles.
+    Causal only for as many queries as keys, where its mask is the kit's; values as wide as
+    the queries."""
+    import torch
+
+    if causal and q.shape[-2] != k.shape[-2]:
+        raise ValueError("the fused kernel aligns a causal mask top-left")
+    if v.shape[-1] != q.shape[-1]:
+        raise ValueError("the fused kernel wants values as wide as queries and keys")
+    # The kernel takes [batch, heads, T, d]: every leading axis goes into the batch.
+    tensors = [
+        torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32)).reshape(-1, 1, *a.shape[-2:])
+        for a in (q, k, v)
+    ]
+    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(*tensors, 0.0, causal)[:2]
+    return (
+        out.reshape(*q.shape[:-1], v.shape[-1]).numpy(),
+        lse.reshape(q.shape[:-1]).numpy(),
+    )
+
+
 def exact_gradients(
     q: np.ndarray, k: np.ndarray, v: np.ndarray, grad_out: np.ndarray, causal: bool
 ) -> tuple[np.ndarray, ...]:

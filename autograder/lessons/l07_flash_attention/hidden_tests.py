@@ -36,6 +36,7 @@ from attnkit_autograder.lessons.l07_flash_attention.exact import (
     exact_attention,
     exact_gradients,
     exact_softmax,
+    fused_attention,
 )
 
 T = {"kind": "tensor"}
@@ -276,10 +277,10 @@ def test_flash_attention_never_holds_the_score_matrix(submission, reference) -> 
             "Never build the whole score matrix: compute one block_q x block_k tile of scores "
             "at a time, and keep only each query row's running maximum, sum and output.",
         ) from None
-    # The values were checked against float64 above; here, against the reference's tiled
-    # float32 answer (a float64 answer at this size costs a grader a second per student).
-    want = reference.probe(FLASH).call(q, k, v, block_q, block_k, True)["out"]["items"]
-    same_as_exact(got, [q, k, v], [w["array"] for w in want], ["out", "lse"], FLASH)
+    # The values were checked against float64 above; here, against a tiled float32 answer
+    # (a float64 answer at this size costs a grader a second per student): PyTorch's fused
+    # kernel's, which agrees with the reference's to 1e-6 (tests/test_flash_attention.py).
+    same_as_exact(got, [q, k, v], list(fused_attention(q, k, v, True)), ["out", "lse"], FLASH)
 
 
 # -- flash_attention_backward -------------------------------------------------------------------
