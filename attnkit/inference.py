@@ -146,9 +146,13 @@ def show_cache_memory(
         label: [layers * cache_bytes(attention_class, n, kv, w) / 2**30 for n in contexts]
         for label, (kv, w) in variants.items()
     }
-    print("context  " + "  ".join(f"{label:>34}" for label in gib))
+    # The table's headings are short, so that it fits a notebook's output area.
+    short = dict(
+        zip(gib, ("multi-head", "grouped (8)", "multi-query", f"window {window}"), strict=True)
+    )
+    print("context  " + "  ".join(f"{short[label]:>14}" for label in gib))
     for index, n in enumerate(contexts):
-        print(f"{n:7}  " + "  ".join(f"{gib[label][index]:30.2f} GiB" for label in gib))
+        print(f"{n:7}  " + "  ".join(f"{gib[label][index]:10.2f} GiB" for label in gib))
     fig, ax = plt.subplots(figsize=(8, 4.2))
     for label, values in gib.items():
         ax.plot(contexts, values, marker="o", label=label)
