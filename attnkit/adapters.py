@@ -621,7 +621,6 @@ def _check_description(value: Any, depth: int = 0) -> None:
     kind = value.get("kind") if isinstance(value, dict) else None
     if not (isinstance(kind, str) and kind in DESCRIPTION_KINDS):
         raise MalformedResult("an output description has no known kind")
-    kind = value["kind"]
     if kind in ("tensor", "ndarray", "number"):
         if not isinstance(value.get("array"), np.ndarray) or not isinstance(
             value.get("dtype"), str

@@ -87,6 +87,17 @@ def returned(value: dict, names: tuple[str, ...], exercise: str) -> list[dict]:
     return value["items"]
 
 
+GIVEN = ("q", "k", "v", "out", "lse", "grad_out")
+"""The names of the arrays the lesson's functions are given, in the order they take them."""
+
+
+def expect_given_unchanged(result: dict, given: tuple[np.ndarray, ...]) -> None:
+    """Each array given to the call (q, k, v, then the backward's out, lse and grad_out) is
+    as it was: the contracts say "(not modified)"."""
+    for before, after, name in zip(given, result["inputs_after"], GIVEN, strict=False):
+        expect_unchanged(before, after, name)
+
+
 def expect_exact(value: dict, expected: np.ndarray, what: str, atol: float = 1e-5) -> None:
     expect_array(value, expected.astype(np.float32), what=what, atol=atol, rtol=1e-5, **T)
 
@@ -147,8 +158,7 @@ def flash_check(
     expect_dtype(lse, np.float32, kind="tensor", what=f"lse {what}")
     expect_exact(out, want_out, f"out {what}", atol)
     expect_exact(lse, want_lse, f"lse {what}", atol)
-    for before, after, name in zip((q, k, v), result["inputs_after"], "qkv", strict=False):
-        expect_unchanged(before, after, name)
+    expect_given_unchanged(result, (q, k, v))
 
 
 @visible(
@@ -227,12 +237,7 @@ def backward_check(probe: Probe, case: tuple, what: str) -> None:
         expect_array(
             value, want.astype(np.float32), what=f"{name} {what}", atol=1e-5, rtol=1e-4, **T
         )
-    given = (q, k, v, out, lse, grad_out)
-    for before, after, name in zip(given, result["inputs_after"], GIVEN, strict=False):
-        expect_unchanged(before, after, name)
-
-
-GIVEN = ("q", "k", "v", "out", "lse", "grad_out")
+    expect_given_unchanged(result, (q, k, v, out, lse, grad_out))
 
 
 @visible(
